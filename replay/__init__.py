@@ -1,0 +1,1 @@
+"""Record, replay and golden tooling for dsh sessions."""

@@ -1,0 +1,49 @@
+"""The `dsh` command: the root typer app, its core command groups, and the groups that plugins and replay add
+through the `dsh.commands` entry-point group (each entry point names a `typer.Typer`)."""
+
+from __future__ import annotations
+
+import sys
+from importlib.metadata import entry_points
+
+import typer
+from rich.console import Console
+
+from runtime.kernel import DshError
+
+from .config_cmd import config_app
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="dsh",
+    help="dsh: an event-sourced agent runtime with replay testing.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+app.add_typer(config_app, name="config")
+
+ENTRY_POINT_GROUP = "dsh.commands"
+
+
+def _add_entry_point_groups() -> None:
+    for entry in entry_points(group=ENTRY_POINT_GROUP):
+        group = entry.load()
+        if not isinstance(group, typer.Typer):
+            raise TypeError(f"entry point {entry.name} = {entry.value} must name a typer.Typer")
+        app.add_typer(group, name=entry.name)
+
+
+def main() -> None:
+    """Run `dsh`; a DshError is printed as one clear line and exits with status 2."""
+    _add_entry_point_groups()
+    try:
+        app(standalone_mode=False)
+    except DshError as error:
+        Console(stderr=True).print(f"[bold red]error:[/] {error}", highlight=False, soft_wrap=True)
+        sys.exit(2)
+    except typer.Exit as done:
+        sys.exit(done.exit_code)
+    except (typer.Abort, KeyboardInterrupt):
+        sys.exit(130)

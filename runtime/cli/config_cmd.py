@@ -1,0 +1,51 @@
+"""`dsh config check FILE`: validate a deployment and list the plugins it would load, in order."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from runtime.kernel import check_needs, load_deployment
+
+__all__ = ["config_app"]
+
+config_app = typer.Typer(help="Deployment config files.", no_args_is_help=True)
+
+
+@config_app.command("check")
+def check(
+    file: Annotated[Path, typer.Argument(help="The deployment YAML file.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the plugin list as JSON.")] = False,
+) -> None:
+    """Validate FILE without applying any plugin, and list its plugins with what each provides and needs."""
+    deployment = load_deployment(file)
+    check_needs(deployment)
+    rows = [
+        {
+            "id": entry.id,
+            "use": entry.use,
+            "provides": [key.name for key in entry.plugin.provides],
+            "needs": [key.name for key in entry.plugin.needs],
+        }
+        for entry in deployment.plugins
+    ]
+    if as_json:
+        typer.echo(json.dumps({"file": str(file), "plugins": rows}))
+        return
+    table = Table(title=f"{file}: {len(rows)} plugins, loaded in this order")
+    for column in ("#", "id", "use", "provides", "needs"):
+        table.add_column(column)
+    for index, row in enumerate(rows, 1):
+        table.add_row(
+            str(index),
+            str(row["id"]),
+            str(row["use"]),
+            ", ".join(row["provides"]) or "-",
+            ", ".join(row["needs"]) or "-",
+        )
+    Console().print(table)

@@ -1,0 +1,65 @@
+"""The kernel's public names: the plugin host, plugin declarations, service keys, events, effects and errors."""
+
+from .config import Deployment as Deployment
+from .config import PluginEntry as PluginEntry
+from .config import check_needs as check_needs
+from .config import decode_plugin_config as decode_plugin_config
+from .config import load_deployment as load_deployment
+from .config import resolve_plugin as resolve_plugin
+from .context import Context as Context
+from .context import ListenerFailure as ListenerFailure
+from .context import LoadedPlugin as LoadedPlugin
+from .context import Scope as Scope
+from .context import load_deployment_into as load_deployment_into
+from .effects import Disposer as Disposer
+from .effects import EffectStack as EffectStack
+from .errors import ConfigError as ConfigError
+from .errors import DshError as DshError
+from .errors import DuplicatePluginError as DuplicatePluginError
+from .errors import KernelError as KernelError
+from .errors import ListenerError as ListenerError
+from .errors import MissingServiceError as MissingServiceError
+from .errors import PluginLoadError as PluginLoadError
+from .errors import ServiceConflictError as ServiceConflictError
+from .errors import ServiceNotFoundError as ServiceNotFoundError
+from .events import Emit as Emit
+from .events import Event as Event
+from .events import Next as Next
+from .events import Waterfall as Waterfall
+from .plugin import NoConfig as NoConfig
+from .plugin import Plugin as Plugin
+from .plugin import declared_providers as declared_providers
+from .services import ServiceKey as ServiceKey
+
+__all__ = [
+    "ConfigError",
+    "Context",
+    "Deployment",
+    "Disposer",
+    "DshError",
+    "DuplicatePluginError",
+    "EffectStack",
+    "Emit",
+    "Event",
+    "KernelError",
+    "ListenerError",
+    "ListenerFailure",
+    "LoadedPlugin",
+    "MissingServiceError",
+    "Next",
+    "NoConfig",
+    "Plugin",
+    "PluginEntry",
+    "PluginLoadError",
+    "Scope",
+    "ServiceConflictError",
+    "ServiceKey",
+    "ServiceNotFoundError",
+    "Waterfall",
+    "check_needs",
+    "declared_providers",
+    "decode_plugin_config",
+    "load_deployment",
+    "load_deployment_into",
+    "resolve_plugin",
+]

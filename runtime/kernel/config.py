@@ -1,0 +1,244 @@
+"""Deployment config: the YAML file that lists plugins `{id, use, config}`, and strict decoding of plugin configs.
+
+Everything here fails before any plugin's `apply` runs, with the plugin, the key path and what was expected.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import msgspec
+import yaml
+
+from .errors import ConfigError
+
+if TYPE_CHECKING:
+    from .plugin import Plugin
+
+__all__ = [
+    "Deployment",
+    "PluginEntry",
+    "check_needs",
+    "decode_plugin_config",
+    "load_deployment",
+    "resolve_plugin",
+]
+
+S = TypeVar("S", bound=msgspec.Struct)
+
+_ENV_REF = re.compile(r"\$\{([^}]*)\}")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_MSGSPEC_PATH = re.compile(r" - at `(\$[^`]*)`$")
+
+
+class _EntryDoc(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    id: str
+    use: str
+    config: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class _DeploymentDoc(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    plugins: tuple[_EntryDoc, ...]
+    model: str | None = None
+    provider: str | None = None
+
+
+@dataclass(frozen=True)
+class PluginEntry:
+    """One checked plugin of a deployment: its id, `use` path, the resolved Plugin, its decoded config and the
+    line where the entry starts in the file."""
+
+    id: str
+    use: str
+    plugin: Plugin[Any]
+    config: msgspec.Struct
+    line: int | None
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """A checked deployment file: defaults for agents (`model`, `provider`) and the plugins to load, in order."""
+
+    path: str
+    plugins: tuple[PluginEntry, ...]
+    model: str | None = None
+    provider: str | None = None
+
+
+def decode_plugin_config(config_type: type[S], raw: object, *, plugin: str) -> S:
+    """Decode `raw` (None, a mapping or an instance) into `config_type` strictly, naming the plugin on failure."""
+    if isinstance(raw, config_type):
+        return raw
+    try:
+        return msgspec.convert({} if raw is None else raw, type=config_type, strict=True)
+    except msgspec.ValidationError as error:
+        message, path = _split_msgspec_error(str(error))
+        raise ConfigError(message, plugin=plugin, path=path) from error
+
+
+def _split_msgspec_error(text: str) -> tuple[str, str]:
+    """msgspec says "Expected `int`, got `str` - at `$.a.b`"; keep the message and the path apart."""
+    match = _MSGSPEC_PATH.search(text)
+    if match is None:
+        return text, "$"
+    return text[: match.start()], match.group(1)
+
+
+def _interpolate_env(value: object, *, plugin: str, path: str, env: Mapping[str, str]) -> object:
+    """Replace `${NAME}` and `${NAME:-default}` in every string of `value`; an unset NAME is an error."""
+    if isinstance(value, str):
+
+        def substitute(match: re.Match[str]) -> str:
+            name, sep, default = match.group(1).partition(":-")
+            if not _ENV_NAME.fullmatch(name):
+                raise ConfigError(
+                    f'"${{{match.group(1)}}}" is not a valid environment reference; write ${{NAME}} or '
+                    "${NAME:-default}",
+                    plugin=plugin,
+                    path=path,
+                )
+            if name in env:
+                return env[name]
+            if sep:
+                return default
+            raise ConfigError(
+                f"environment variable {name} is not set (referenced as ${{{name}}}); set it, or write "
+                f"${{{name}:-default}}",
+                plugin=plugin,
+                path=path,
+            )
+
+        return _ENV_REF.sub(substitute, value)
+    if isinstance(value, dict):
+        return {k: _interpolate_env(v, plugin=plugin, path=f"{path}.{k}", env=env) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_interpolate_env(v, plugin=plugin, path=f"{path}[{i}]", env=env) for i, v in enumerate(value)]
+    return value
+
+
+def resolve_plugin(use: str, *, plugin: str = "") -> Plugin[Any]:
+    """Import `module` (its `plugin` attribute) or `module:attribute`, and check it is a `Plugin`."""
+    from .plugin import Plugin  # the plugin module imports this one
+
+    module_name, _, attribute = use.partition(":")
+    attribute = attribute or "plugin"
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise ConfigError(
+            f'`use: {use}` does not import: {error}; expected "package.module" or "package.module:attribute"',
+            plugin=plugin,
+            path="$.use",
+        ) from error
+    value = getattr(module, attribute, None)
+    if not isinstance(value, Plugin):
+        found = "nothing" if value is None else type(value).__name__
+        raise ConfigError(
+            f"`use: {use}` must name a Plugin value, but {module_name}.{attribute} is {found}",
+            plugin=plugin,
+            path="$.use",
+        )
+    return value
+
+
+class _LineLoader(yaml.SafeLoader):
+    """A safe loader that remembers the line of each mapping, so plugin entries can be located."""
+
+
+def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    mapping = loader.construct_mapping(node)
+    mapping["__line__"] = node.start_mark.line + 1
+    return mapping
+
+
+_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def _strip_lines(value: object) -> object:
+    if isinstance(value, dict):
+        return {k: _strip_lines(v) for k, v in value.items() if k != "__line__"}
+    if isinstance(value, list):
+        return [_strip_lines(v) for v in value]
+    return value
+
+
+def load_deployment(path: str | Path, *, env: Mapping[str, str] | None = None) -> Deployment:
+    """Read and validate a deployment file: YAML syntax, its shape, `${ENV}` references, every `use` path and
+    every plugin's config. No plugin is applied."""
+    file = str(path)
+    env = os.environ if env is None else env
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as error:
+        raise ConfigError(f"cannot read the deployment file: {error.strerror}", file=file) from error
+    try:
+        raw = yaml.load(text, Loader=_LineLoader)  # noqa: S506  # _LineLoader is a SafeLoader
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(error, "problem", None) or str(error)
+        raise ConfigError(f"YAML syntax error: {problem}", file=file, line=line) from error
+    if not isinstance(raw, dict):
+        raise ConfigError("a deployment file must be a mapping with a `plugins` list", file=file)
+
+    entries = raw.get("plugins")
+    if not isinstance(entries, list):
+        raise ConfigError(
+            "`plugins` must be a list of {id, use, config} entries", file=file, path="$.plugins", line=raw["__line__"]
+        )
+    lines = [e.get("__line__") if isinstance(e, dict) else None for e in entries]
+    try:
+        doc = msgspec.convert(_strip_lines(raw), type=_DeploymentDoc, strict=True)
+    except msgspec.ValidationError as error:
+        message, at = _split_msgspec_error(str(error))
+        index = re.match(r"\$\.plugins\[(\d+)\]", at)
+        line = lines[int(index.group(1))] if index else None
+        raise ConfigError(message, file=file, path=at, line=line) from error
+
+    seen: set[str] = set()
+    checked = []
+    for entry, line in zip(doc.plugins, lines, strict=True):
+        if entry.id in seen:
+            raise ConfigError(f'plugin id "{entry.id}" is listed twice', file=file, line=line, plugin=entry.id)
+        seen.add(entry.id)
+        try:
+            plugin = resolve_plugin(entry.use, plugin=entry.id)
+            raw_config = _interpolate_env(entry.config, plugin=entry.id, path="$.config", env=env)
+            try:
+                config = decode_plugin_config(plugin.config, raw_config, plugin=entry.id)
+            except ConfigError as error:
+                raise ConfigError(error.reason, plugin=entry.id, path="$.config" + error.path[1:]) from error
+        except ConfigError as error:
+            raise ConfigError(error.reason, plugin=entry.id, path=error.path, file=file, line=line) from error
+        checked.append(PluginEntry(entry.id, entry.use, plugin, config, line))
+    return Deployment(file, tuple(checked), model=doc.model, provider=doc.provider)
+
+
+def check_needs(deployment: Deployment) -> None:
+    """Check, without loading anything, that each plugin's needs are provided by a plugin listed before it and
+    that no service is provided twice."""
+    from .errors import MissingServiceError, ServiceConflictError
+    from .plugin import declared_providers
+
+    providers: dict[str, str] = {}
+    for entry in deployment.plugins:
+        for need in entry.plugin.needs:
+            if need.name not in providers:
+                later = [e.id for e in deployment.plugins if any(k.name == need.name for k in e.plugin.provides)]
+                error = MissingServiceError(
+                    plugin=entry.id, service=need.name, candidates=later or declared_providers(need.name)
+                )
+                raise ConfigError(str(error), plugin=entry.id, file=deployment.path, line=entry.line) from error
+        for provided in entry.plugin.provides:
+            if provided.name in providers:
+                conflict = ServiceConflictError(
+                    plugin=entry.id, service=provided.name, provider=providers[provided.name]
+                )
+                raise ConfigError(str(conflict), plugin=entry.id, file=deployment.path, line=entry.line)
+            providers[provided.name] = entry.id
