@@ -9,8 +9,8 @@ import importlib
 import os
 import re
 from collections.abc import Mapping
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
@@ -178,7 +178,7 @@ def load_deployment(path: str | Path, *, env: Mapping[str, str] | None = None) -
     except OSError as error:
         raise ConfigError(f"cannot read the deployment file: {error.strerror}", file=file) from error
     try:
-        raw = yaml.load(text, Loader=_LineLoader)  # noqa: S506  # _LineLoader is a SafeLoader
+        raw = yaml.load(text, Loader=_LineLoader)  # _LineLoader is a SafeLoader
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
@@ -190,7 +190,10 @@ def load_deployment(path: str | Path, *, env: Mapping[str, str] | None = None) -
     entries = raw.get("plugins")
     if not isinstance(entries, list):
         raise ConfigError(
-            "`plugins` must be a list of {id, use, config} entries", file=file, path="$.plugins", line=raw["__line__"]
+            "`plugins` must be a list of {id, use, config} entries",
+            file=file,
+            path="$.plugins",
+            line=raw["__line__"],
         )
     lines = [e.get("__line__") if isinstance(e, dict) else None for e in entries]
     try:
@@ -205,7 +208,9 @@ def load_deployment(path: str | Path, *, env: Mapping[str, str] | None = None) -
     checked = []
     for entry, line in zip(doc.plugins, lines, strict=True):
         if entry.id in seen:
-            raise ConfigError(f'plugin id "{entry.id}" is listed twice', file=file, line=line, plugin=entry.id)
+            raise ConfigError(
+                f'plugin id "{entry.id}" is listed twice', file=file, line=line, plugin=entry.id
+            )
         seen.add(entry.id)
         try:
             plugin = resolve_plugin(entry.use, plugin=entry.id)
@@ -230,11 +235,15 @@ def check_needs(deployment: Deployment) -> None:
     for entry in deployment.plugins:
         for need in entry.plugin.needs:
             if need.name not in providers:
-                later = [e.id for e in deployment.plugins if any(k.name == need.name for k in e.plugin.provides)]
+                later = [
+                    e.id for e in deployment.plugins if any(k.name == need.name for k in e.plugin.provides)
+                ]
                 error = MissingServiceError(
                     plugin=entry.id, service=need.name, candidates=later or declared_providers(need.name)
                 )
-                raise ConfigError(str(error), plugin=entry.id, file=deployment.path, line=entry.line) from error
+                raise ConfigError(
+                    str(error), plugin=entry.id, file=deployment.path, line=entry.line
+                ) from error
         for provided in entry.plugin.provides:
             if provided.name in providers:
                 conflict = ServiceConflictError(

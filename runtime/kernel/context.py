@@ -318,9 +318,7 @@ class Context:
     def describe(self) -> Mapping[str, object]:
         """A plain snapshot of every registry of the host: plugins, services and listeners, with their owners."""
         return {
-            "plugins": sorted(
-                f"{scope.path if scope else ''}:{pid}" for scope, pid in self._host.plugins
-            ),
+            "plugins": sorted(f"{scope.path if scope else ''}:{pid}" for scope, pid in self._host.plugins),
             "services": sorted(
                 (scope.path if scope else "", key.name, provision.plugin)
                 for scope, layer in self._host.services.items()
