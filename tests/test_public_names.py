@@ -6,7 +6,7 @@ import importlib
 
 import pytest
 
-PACKAGES = ["runtime.kernel", "runtime.cli"]
+PACKAGES = ["runtime.kernel", "runtime.cli", "runtime.tools"]
 
 
 @pytest.mark.parametrize("name", PACKAGES)
