@@ -6,7 +6,7 @@ import importlib
 
 import pytest
 
-PACKAGES = ["runtime.kernel", "runtime.cli", "runtime.tools"]
+PACKAGES = ["runtime.kernel", "runtime.cli", "runtime.tools", "plugins.tool_bash"]
 
 
 @pytest.mark.parametrize("name", PACKAGES)
