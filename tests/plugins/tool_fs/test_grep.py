@@ -15,7 +15,7 @@ pytestmark = pytest.mark.anyio
 
 
 def tree(fs: Fs) -> None:
-    files = {
+    files: dict[str, tuple[str | bytes, int]] = {
         "old.py": ("import os\nprint('TODO later')\n", 100),
         "src/new.py": ("# TODO first\nx = 1\n# todo lower\n# TODO second\n", 300),
         "src/mid.txt": ("TODO in text\n", 200),
