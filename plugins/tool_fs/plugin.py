@@ -253,7 +253,8 @@ async def _run(work: Callable[[], ToolResult]) -> ToolResult:
     except FsError as error:
         return ToolResult.error(error.code, str(error))
     except OSError as error:
-        return ToolResult.error(_os_code(error), f"{error.strerror or error}: {error.filename}")
+        where = f": {error.filename}" if error.filename else ""
+        return ToolResult.error(_os_code(error), f"{error.strerror or error}{where}")
 
 
 def _os_code(error: OSError) -> str:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from plugins.tool_fs import BINARY_FILE, FILE_NOT_FOUND, LIMIT_TOO_LARGE, OFFSET_OUT_OF_RANGE
+from plugins.tool_fs import BINARY_FILE, FILE_NOT_FOUND, IO_ERROR, LIMIT_TOO_LARGE, OFFSET_OUT_OF_RANGE
 from runtime.tools import INVALID_ARGUMENTS, ToolResult
 
 from .harness import Fs, load
@@ -153,3 +153,10 @@ async def test_a_missing_file_names_similar_ones(fs: Fs) -> None:
     )
     bare = await fs.call("read", file_path="nothing/here.txt")
     assert bare.text == f"File not found: {fs.root}/nothing/here.txt"
+
+
+async def test_an_operating_system_failure_is_an_error_result_with_its_reason(fs: Fs) -> None:
+    name = "n" * 300  # longer than any file name the OS allows
+    result = await fs.call("read", file_path=name)
+    assert (result.is_error, result.code) == (True, IO_ERROR)
+    assert result.text == f"File name too long: {fs.root}/{name}"
