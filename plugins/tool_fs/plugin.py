@@ -157,7 +157,7 @@ def _glob_tool(config: Config) -> Tool:
             f"{config.glob_max_results}. `*` and `?` match within one path segment, `**` across directories, "
             "`[abc]` one of the characters, `{a,b}` either alternative. A pattern without `/` matches file names "
             "at any depth (`*.py`); a pattern with `/` matches paths relative to `path` (`src/**/*.ts`). Lists "
-            "files only, hidden files included."
+            "files only, hidden files included." + _skipped(config)
         ),
         parameters={
             "type": "object",
@@ -199,7 +199,7 @@ def _grep_tool(config: Config) -> Tool:
             "Search file contents for a regular expression and return the matching lines with their line "
             "numbers, grouped by file, newest file first, at most "
             f"{config.grep_max_matches} lines. The syntax is Python's `re`, which reads common ripgrep patterns "
-            "the same way; each line is matched on its own. Binary files are skipped."
+            "the same way; each line is matched on its own. Binary files are skipped." + _skipped(config)
         ),
         parameters={
             "type": "object",
@@ -224,6 +224,13 @@ def _grep_tool(config: Config) -> Tool:
         },
         execute=execute,
     )
+
+
+def _skipped(config: Config) -> str:
+    if not config.exclude_dirs:
+        return ""
+    names = ", ".join(f"`{name}`" for name in config.exclude_dirs)
+    return f" Directories named {names} are not searched."
 
 
 _BUILDERS: dict[ToolName, Callable[[Config], Tool]] = {
