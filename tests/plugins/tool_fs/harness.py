@@ -1,0 +1,44 @@
+"""The file tools loaded in a workspace: calls go through the real registry pipeline (parse, validate, execute)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from plugins.tool_fs import plugin as fs_plugin
+from runtime.kernel import Context
+from runtime.tools import TOOLS, ToolCall, ToolContext, ToolResult
+from runtime.tools import plugin as tools_plugin
+
+
+@dataclass
+class Fs:
+    """The tools of one loaded `tool_fs`, called in the workspace `root`."""
+
+    ctx: Context
+    root: Path
+
+    async def call(self, tool: str, **arguments: Any) -> ToolResult:
+        call = ToolCall("call_1", tool, json.dumps(arguments))
+        return await self.ctx.get(TOOLS).execute(
+            call, ToolContext(ctx=self.ctx, cwd=self.root, call_id="call_1")
+        )
+
+    def write(self, relative: str, content: str | bytes) -> Path:
+        path = self.root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, str):
+            path.write_bytes(content.encode())
+        else:
+            path.write_bytes(content)
+        return path
+
+
+def load(root: Path, config: Mapping[str, Any] | None = None) -> Fs:
+    ctx = Context()
+    ctx.plugin(tools_plugin)
+    ctx.plugin(fs_plugin, config)
+    return Fs(ctx, root)
