@@ -70,6 +70,7 @@ from ._events import TurnStart as TurnStart
 from ._events import TurnStartData as TurnStartData
 from ._events import Usage as Usage
 from ._events import UsageChunk as UsageChunk
+from ._events import UserMessage as UserMessage
 from ._events import core_event_types as core_event_types
 from ._jsonl import export_jsonl as export_jsonl
 from ._jsonl import import_jsonl as import_jsonl
@@ -183,6 +184,7 @@ __all__ = [
     "UnsupportedVersionError",
     "Usage",
     "UsageChunk",
+    "UserMessage",
     "UuidIds",
     "closers",
     "core_event_types",
