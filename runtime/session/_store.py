@@ -68,6 +68,12 @@ _REPLACE = msgspec.json.Decoder(Replace)
 _SPAWNED = msgspec.json.Decoder(SpawnedBy)
 
 
+def _first(cursor: sqlite3.Cursor) -> Any:
+    """The first row of a query run to completion (an unfinished statement would pin its read snapshot)."""
+    rows = cursor.fetchall()
+    return rows[0] if rows else None
+
+
 def event_row(session_id: str, event: StoredEvent) -> EventRow:
     """The `events` row of one event."""
     op = event.surface_op
@@ -222,7 +228,7 @@ class SessionStore:
 
     def _migrate(self) -> None:
         with self._write() as conn:
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            version = _first(conn.execute("PRAGMA user_version"))[0]
             if version > SCHEMA_VERSION:
                 raise StoreSchemaError(
                     f"{self.path} has schema version {version}, newer than this dsh reads ({SCHEMA_VERSION}); "
@@ -234,7 +240,7 @@ class SessionStore:
 
     def schema_version(self) -> int:
         with self._lock:
-            return int(self._conn.execute("PRAGMA user_version").fetchone()[0])
+            return int(_first(self._conn.execute("PRAGMA user_version"))[0])
 
     # ------------------------------------------------------------ sessions
 
@@ -261,7 +267,7 @@ class SessionStore:
         return info
 
     def _insert_session(self, conn: sqlite3.Connection, info: SessionInfo) -> None:
-        if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (info.id,)).fetchone():
+        if _first(conn.execute("SELECT 1 FROM sessions WHERE id = ?", (info.id,))):
             raise SessionExistsError(info.id)
         conn.execute(
             f"INSERT INTO sessions ({_SESSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -281,9 +287,9 @@ class SessionStore:
 
     def info(self, session_id: str) -> SessionInfo:
         with self._lock:
-            row = self._conn.execute(
-                f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)
-            ).fetchone()
+            row = _first(
+                self._conn.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,))
+            )
         if row is None:
             raise SessionNotFoundError(session_id, store=str(self.path))
         return _info(row)
@@ -300,9 +306,9 @@ class SessionStore:
         """The number of events in the session's full log (its inherited prefix included)."""
         info = self.info(session_id)
         with self._lock:
-            top = self._conn.execute(
-                "SELECT max(seq) FROM events WHERE session_id = ?", (session_id,)
-            ).fetchone()[0]
+            top = _first(
+                self._conn.execute("SELECT max(seq) FROM events WHERE session_id = ?", (session_id,))
+            )[0]
         own = 0 if top is None else top + 1
         return max(own, info.seed_length or 0) if info.inherits else own
 
@@ -345,19 +351,19 @@ class SessionStore:
             filters += f" AND type NOT IN ({', '.join('?' * len(skip_types))})"
             params += list(skip_types)
         for owner, low, high in self._segments(session_id, stop):
+            # keyset pages: each query runs to completion, so an abandoned iterator never pins an old snapshot
             low = max(low, start)
             bound = "" if high is None else " AND seq < ?"
             bound_params: list[object] = [] if high is None else [high]
-            query = f"SELECT {_COLUMNS} FROM events WHERE session_id = ? AND seq >= ?{bound}{filters} ORDER BY seq"
-            with self._lock:
-                rows = self._conn.execute(query, [owner, low, *bound_params, *params])
+            query = f"SELECT {_COLUMNS} FROM events WHERE session_id = ? AND seq >= ?{bound}{filters} ORDER BY seq LIMIT ?"
             while True:
                 with self._lock:
-                    chunk = rows.fetchmany(_BATCH)
-                if not chunk:
-                    break
-                for row in chunk:
+                    page = self._conn.execute(query, [owner, low, *bound_params, *params, _BATCH]).fetchall()
+                for row in page:
                     yield _event(row)
+                if len(page) < _BATCH:
+                    break
+                low = page[-1][0] + 1
 
     def last_event(self, session_id: str) -> StoredEvent | None:
         length = self.length(session_id)
@@ -407,7 +413,7 @@ class SessionStore:
         reference: no event is copied. Its own events continue at seq `at + 1` (its `seed_length`)."""
         if child_id is not None:
             with self._lock:
-                if self._conn.execute("SELECT 1 FROM sessions WHERE id = ?", (child_id,)).fetchone():
+                if _first(self._conn.execute("SELECT 1 FROM sessions WHERE id = ?", (child_id,))):
                     raise SessionExistsError(child_id)
         parent = self.info(session_id)
         length = self.length(session_id)
@@ -435,11 +441,13 @@ class SessionStore:
         """The seq of the `turn/start` the prefix 0..boundary ends inside, or None."""
         for owner, low, high in reversed(self._segments(session_id, boundary + 1)):
             with self._lock:
-                row = self._conn.execute(
-                    "SELECT seq, type FROM events WHERE session_id = ? AND seq >= ? AND seq < ? "
-                    "AND type IN ('turn/start', 'turn/end') ORDER BY seq DESC LIMIT 1",
-                    (owner, low, boundary + 1 if high is None else high),
-                ).fetchone()
+                row = _first(
+                    self._conn.execute(
+                        "SELECT seq, type FROM events WHERE session_id = ? AND seq >= ? AND seq < ? "
+                        "AND type IN ('turn/start', 'turn/end') ORDER BY seq DESC LIMIT 1",
+                        (owner, low, boundary + 1 if high is None else high),
+                    )
+                )
             if row is not None:
                 return int(row[0]) if row[1] == "turn/start" else None
         return None
