@@ -23,7 +23,7 @@ from runtime.session import (
     open_log,
     project,
 )
-from tests.strategies import TurnSpec, turn_specs
+from tests.strategies import TurnSpec, turn_events, turn_specs
 
 MAX_SESSIONS = 4
 
@@ -76,7 +76,7 @@ class StoreMachine(RuleBasedStateMachine):
         if log.state.open_turn is not None:
             return  # the model's loop never opens a turn inside another
         self.turns[session] = max(self.turns[session], log.state.last_turn) + 1
-        for event in _turn(self.turns[session], log.next_seq, spec):
+        for event in turn_events(self.turns[session], log.next_seq, spec):
             self.model[session].append(self.portal.call(log.append, event))
 
     @rule(session=sessions)
@@ -127,12 +127,6 @@ class StoreMachine(RuleBasedStateMachine):
         finally:
             self.portal_cm.__exit__(None, None, None)
             shutil.rmtree(self.dir, ignore_errors=True)
-
-
-def _turn(turn: int, first_seq: int, spec: TurnSpec) -> list[object]:
-    from tests.strategies import turn_events
-
-    return list(turn_events(turn, first_seq, spec))
 
 
 StoreMachine.TestCase.settings = settings(StoreMachine.TestCase.settings, stateful_step_count=20)
