@@ -72,6 +72,8 @@ from ._events import Usage as Usage
 from ._events import UsageChunk as UsageChunk
 from ._events import UserMessage as UserMessage
 from ._events import core_event_types as core_event_types
+from ._events import data_type as data_type
+from ._events import encode_data as encode_data
 from ._jsonl import export_jsonl as export_jsonl
 from ._jsonl import import_jsonl as import_jsonl
 from ._jsonl import read_jsonl as read_jsonl
@@ -188,6 +190,8 @@ __all__ = [
     "UuidIds",
     "closers",
     "core_event_types",
+    "data_type",
+    "encode_data",
     "export_jsonl",
     "import_jsonl",
     "load_state",

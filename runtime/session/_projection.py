@@ -18,7 +18,7 @@ from ._events import (
     Todo,
     TodoWriteData,
 )
-from ._rules import SurfaceFold, SurfaceNode
+from ._rules import SurfaceFold, SurfaceNode, message_json
 
 __all__ = ["PROJECTED_TYPES", "ProjectedMessage", "Projection", "project"]
 
@@ -29,13 +29,30 @@ _TODOS = msgspec.json.Decoder(TodoWriteData)
 _TITLE = msgspec.json.Decoder(SessionTitleData)
 
 
+class _Content(msgspec.Struct):
+    content: list[msgspec.Raw]
+
+
+class _ContentOf(msgspec.Struct):
+    message: _Content
+
+
+_CONTENT_OF = msgspec.json.Decoder(_ContentOf)
+
+
 @dataclass(frozen=True, slots=True)
 class ProjectedMessage:
-    """One message of the projection: the seq of the event that holds it, and the message JSON as written."""
+    """One message of the projection: the event that holds it (seq, type) and that event's data as written; the
+    message is extracted from it on demand."""
 
     seq: int
     type: str
-    json: str
+    data: str
+
+    @property
+    def json(self) -> str:
+        """The message JSON text, exactly as written."""
+        return message_json(self.type, self.data)
 
     def view(self) -> Message:
         """The typed view of the message."""
@@ -55,14 +72,14 @@ class Projection:
     replacements: int
 
     def message_bytes(self) -> int:
-        """The size of the projected messages as JSON text."""
-        return sum(len(m.json) for m in self.messages)
+        """The size of the projected messages as JSON text (UTF-8 bytes)."""
+        return sum(len(m.json.encode()) for m in self.messages)
 
 
 def _visible(node: SurfaceNode) -> bool:
     if node.type != "assistant/message":
         return True
-    return bool(_MESSAGE.decode(node.message).content)
+    return bool(_CONTENT_OF.decode(node.data).message.content)  # Raw slices: no copy of the message
 
 
 def project(events: Iterable[StoredEvent]) -> Projection:
@@ -84,7 +101,7 @@ def project(events: Iterable[StoredEvent]) -> Projection:
             todos = _TODOS.decode(event.data).todos
         elif kind == "session/title":
             title = _TITLE.decode(event.data).title
-    messages = tuple(ProjectedMessage(n.seq, n.type, n.message) for n in surface.nodes if _visible(n))
+    messages = tuple(ProjectedMessage(n.seq, n.type, n.data) for n in surface.nodes if _visible(n))
     return Projection(messages, header, header_json, todos, title, surface.replacements)
 
 

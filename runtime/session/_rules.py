@@ -39,20 +39,26 @@ _MESSAGE_FIELD = msgspec.json.Decoder(_MessageField)
 _MESSAGE = msgspec.json.Decoder(Message)
 
 
-def message_json(event: StoredEvent) -> str:
-    """The JSON text of the message a surface event carries, exactly as written."""
-    if event.type == "user/message":
-        return event.data
-    return bytes(_MESSAGE_FIELD.decode(event.data).message).decode()
+def message_json(event_type: str, data: str) -> str:
+    """The JSON text of the message a surface event's data carries, exactly as written."""
+    if event_type == "user/message":
+        return data
+    return bytes(_MESSAGE_FIELD.decode(data).message).decode()
 
 
 @dataclass(frozen=True, slots=True)
 class SurfaceNode:
-    """One node of the surface: the event that put it there and its message as written."""
+    """One node of the surface: the event that put it there and its data as written (the message inside it is
+    extracted on demand, so a node costs no copy of a long message)."""
 
     seq: int
     type: str
-    message: str
+    data: str
+
+    @property
+    def message(self) -> str:
+        """The message JSON text, exactly as written."""
+        return message_json(self.type, self.data)
 
 
 @dataclass(slots=True)
@@ -64,7 +70,7 @@ class SurfaceFold:
 
     def apply(self, event: StoredEvent) -> None:
         """Fold one surface event (checked first: an invalid op leaves the fold unchanged)."""
-        node = SurfaceNode(event.seq, event.type, message_json(event))
+        node = SurfaceNode(event.seq, event.type, event.data)
         op = event.surface_op
         if op == "append":
             self.nodes.append(node)
