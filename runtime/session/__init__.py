@@ -4,6 +4,7 @@ from ._errors import InvalidBoundaryError as InvalidBoundaryError
 from ._errors import LogFormatError as LogFormatError
 from ._errors import LogRuleError as LogRuleError
 from ._errors import OpenTurnError as OpenTurnError
+from ._errors import SessionBusyError as SessionBusyError
 from ._errors import SessionExistsError as SessionExistsError
 from ._errors import SessionNotFoundError as SessionNotFoundError
 from ._errors import StoreSchemaError as StoreSchemaError
@@ -147,6 +148,7 @@ __all__ = [
     "RequestHeaderData",
     "SCHEMA_VERSION",
     "SURFACE_TYPES",
+    "SessionBusyError",
     "SessionEndSeed",
     "SessionExistsError",
     "SessionHeader",

@@ -9,6 +9,7 @@ __all__ = [
     "LogFormatError",
     "LogRuleError",
     "OpenTurnError",
+    "SessionBusyError",
     "SessionExistsError",
     "SessionNotFoundError",
     "StoreSchemaError",
@@ -105,3 +106,15 @@ class StoreSchemaError(SessionError):
     """The SQLite file's schema is newer than this dsh, or not a dsh store."""
 
     code = "STORE_SCHEMA"
+
+
+class SessionBusyError(SessionError):
+    """A session already has a writer in this process (one writer per session)."""
+
+    code = "SESSION_BUSY"
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(
+            f'session "{session_id}" already has an open log in this process; append through that one'
+        )
+        self.session_id = session_id

@@ -5,18 +5,23 @@ at once; a writer task commits whatever is pending in one `BEGIN IMMEDIATE` tran
 from __future__ import annotations
 
 import sqlite3
+import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import anyio
 import anyio.to_thread
 
+from ._errors import SessionBusyError
 from ._events import Event, StoredEvent, encode_data
 from ._repair import load_state, resume
 from ._rules import LogState
 from ._store import EventRow, SessionInfo, SessionStore, event_row
 
 __all__ = ["SessionLog", "open_log"]
+
+# the sessions each store has an open log for, in this process (one writer per session)
+_WRITERS: weakref.WeakKeyDictionary[SessionStore, set[str]] = weakref.WeakKeyDictionary()
 
 
 class SessionLog:
@@ -80,6 +85,13 @@ class SessionLog:
             self._wake.set()
             await progress.wait()
 
+    def _commit_rest(self) -> None:
+        """Commit what is still pending when the block is left by an exception (blocking: error path only)."""
+        if self._pending and self._failure is None:
+            batch, self._pending = self._pending, []
+            self.store.insert_rows(self._conn, batch)
+            self._durable = batch[-1][1] + 1
+
     async def _run(self) -> None:
         while True:
             await self._wake.wait()
@@ -88,10 +100,10 @@ class SessionLog:
                 batch, self._pending = self._pending, []
                 try:
                     await anyio.to_thread.run_sync(self.store.insert_rows, self._conn, batch)
-                except BaseException as error:
+                except Exception as error:  # handed to every later append/flush of this log, raised there
                     self._failure = error
                     self._progress.set()
-                    raise
+                    return
                 self._durable = batch[-1][1] + 1
                 progress, self._progress = self._progress, anyio.Event()
                 progress.set()
@@ -105,14 +117,28 @@ async def open_log(store: SessionStore, session_id: str, *, repair: bool = True)
     where this run's events begin. Without it, the log must not end inside a turn another writer left open.
     """
     info = store.info(session_id)
-    state = resume(store, session_id)[0] if repair else load_state(store, session_id)
-    conn = store.connect()
-    log = SessionLog(store, info, state, conn)
+    writers = _WRITERS.setdefault(store, set())
+    if session_id in writers:
+        raise SessionBusyError(session_id)
+    writers.add(session_id)
     try:
-        async with anyio.create_task_group() as group:
-            group.start_soon(log._run)
-            yield log
-            await log.flush()
-            group.cancel_scope.cancel()
+        state = resume(store, session_id)[0] if repair else load_state(store, session_id)
+        conn = store.connect()
+        log = SessionLog(store, info, state, conn)
+        try:
+            async with anyio.create_task_group() as group:
+                group.start_soon(log._run)
+                yield log
+                await log.flush()
+                group.cancel_scope.cancel()
+        except BaseExceptionGroup as grouped:
+            # the writer task never raises (it hands failures to append/flush), so the group holds only the
+            # caller's own exception: give it back unwrapped
+            if len(grouped.exceptions) == 1:
+                raise grouped.exceptions[0] from grouped
+            raise
+        finally:
+            log._commit_rest()
+            conn.close()
     finally:
-        conn.close()
+        writers.discard(session_id)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sqlite3
+
 import pytest
 
 from runtime.session import (
@@ -9,7 +11,9 @@ from runtime.session import (
     AssistantChunkData,
     LogRuleError,
     Replace,
+    SessionBusyError,
     SessionStore,
+    StoredEvent,
     TextDelta,
     TurnStart,
     TurnStartData,
@@ -83,3 +87,40 @@ async def test_reopening_continues_the_log(store: SessionStore) -> None:
     events = list(store.events(session.id))
     assert events[len(first)].type == "session/end-seed"
     assert events[-len(second) :] == second
+
+
+@pytest.mark.anyio
+async def test_one_writer_per_session_and_a_failed_commit_is_loud(store: SessionStore) -> None:
+    session = store.create()
+    async with open_log(store, session.id, repair=False) as log:
+        with pytest.raises(SessionBusyError):
+            async with open_log(store, session.id):
+                pass
+        log.append(TurnStart(data=TurnStartData(turn=1)))
+        await log.flush()
+
+    # another process wrote seq 1 behind this writer's back: the commit fails and the error reaches the caller
+    async def conflict() -> None:
+        async with open_log(store, session.id, repair=False) as log:
+            store.append_events(session.id, [StoredEvent(type="x/y", seq=1, time=0, data="{}")])
+            log.append(TurnStart(data=TurnStartData(turn=2)))
+            await log.flush()
+
+    with pytest.raises(sqlite3.IntegrityError):
+        await conflict()
+    assert [e.type for e in store.events(session.id)] == ["turn/start", "x/y"]
+
+
+@pytest.mark.anyio
+async def test_leaving_the_block_by_an_exception_still_commits_what_was_appended(store: SessionStore) -> None:
+    session = store.create()
+
+    async def failing_turn() -> None:
+        async with open_log(store, session.id, repair=False) as log:
+            for event in turn_events(1, 0, TurnSpec("hi", ("a",), ())):
+                log.append(event)
+            raise KeyError("the loop failed")
+
+    with pytest.raises(KeyError, match="the loop failed"):
+        await failing_turn()
+    assert [e.type for e in store.events(session.id)][-1] == "turn/end"
