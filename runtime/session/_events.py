@@ -6,7 +6,7 @@ storage and export; `view()` decodes a typed, frozen Struct (a core event, or `O
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 import msgspec
 
@@ -516,8 +516,6 @@ class StoredEvent(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     source_event_seqs: tuple[int, ...] | None = None
     ignorable: bool | None = None
     extra: str | None = None
-
-    KNOWN: ClassVar[frozenset[str]] = frozenset(_CORE)
 
     @property
     def is_core(self) -> bool:

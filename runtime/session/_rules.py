@@ -29,6 +29,7 @@ from ._events import (
 __all__ = ["LogState", "OpenToolCall", "SurfaceFold", "SurfaceNode", "message_json"]
 
 _CORE = core_event_types()
+_LEGACY = {"request/header-delta": "headers are full request/header snapshots (reason initial/resume/change)"}
 
 
 class _MessageField(msgspec.Struct):
@@ -193,6 +194,12 @@ class LogState:
         ]
 
     def _check_envelope(self, event: StoredEvent) -> None:
+        if event.type in _LEGACY:
+            raise LogRuleError(
+                f'"{event.type}" is a legacy type the format no longer reads; {_LEGACY[event.type]}',
+                rule="envelope.legacy",
+                seq=event.seq,
+            )
         surface = event.type in SURFACE_TYPES
         if event.type not in _CORE and event.surface_op is not None:
             raise LogRuleError(

@@ -343,6 +343,8 @@ class SessionStore:
 
         `types` keeps only those types; `skip_types` drops those (both filtered in SQL).
         """
+        if types is not None and not types:
+            return
         filters, params = "", []
         if types is not None:
             filters += f" AND type IN ({', '.join('?' * len(types))})"

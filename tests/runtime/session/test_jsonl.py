@@ -144,6 +144,11 @@ BAD_FILES = {
         4,
         "envelope.sources",
     ),
+    "legacy header delta": (
+        [HEADER, b'{"type":"request/header-delta","seq":0,"time":1,"data":{}}'],
+        2,
+        "envelope.legacy",
+    ),
     "blank line inside": ([HEADER, TURN[0], b"", TURN[1]], 3, "line.blank"),
     "malformed packed row": (
         [
