@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
-from hypothesis import settings
+from hypothesis import event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, precondition, rule
 
@@ -22,6 +22,7 @@ from runtime.session import (
     StoredEvent,
     open_log,
     project,
+    resume,
 )
 from tests.strategies import TurnSpec, turn_events, turn_specs
 
@@ -76,8 +77,8 @@ class StoreMachine(RuleBasedStateMachine):
         if log.state.open_turn is not None:
             return  # the model's loop never opens a turn inside another
         self.turns[session] = max(self.turns[session], log.state.last_turn) + 1
-        for event in turn_events(self.turns[session], log.next_seq, spec):
-            self.model[session].append(self.portal.call(log.append, event))
+        for one in turn_events(self.turns[session], log.next_seq, spec):
+            self.model[session].append(self.portal.call(log.append, one))
 
     @rule(session=sessions)
     def flush(self, session: str) -> None:
@@ -85,27 +86,44 @@ class StoreMachine(RuleBasedStateMachine):
             self.portal.call(self.logs[session][1].flush)
         assert self._durable(session) == len(self.model[session])
 
-    @rule(target=sessions, session=sessions, fraction=st.floats(0, 1))
-    def fork(self, session: str, fraction: float) -> str:
+    @rule(target=sessions, session=sessions, fraction=st.floats(0, 1), at_turn_end=st.booleans())
+    def fork(self, session: str, fraction: float, at_turn_end: bool) -> str:
         self.flush(session)
         log = self.model[session]
         if not log or len(self.model) >= MAX_SESSIONS:
             return session
         at = min(int(fraction * len(log)), len(log) - 1)
+        ends = [e.seq for e in log if e.type == "turn/end"]
+        if at_turn_end and ends:  # half the forks cut where the loop would: at a turn/end
+            at = ends[min(int(fraction * len(ends)), len(ends) - 1)]
         bounds = [e for e in log[: at + 1] if e.type in ("turn/start", "turn/end")]
         if bounds and bounds[-1].type == "turn/start":
+            event("fork refused: open turn")
             with pytest.raises(OpenTurnError) as refused:
                 self.store.fork(session, at=at)
             assert refused.value.turn_start_seq == bounds[-1].seq
             return session
         child = self.store.fork(session, at=at)
+        event("fork accepted")
         self.model[child.id] = log[: at + 1]
         self.turns[child.id] = self.turns[session]
         assert project(self.store.events(child.id)) == project(self.store.events(session, stop=at + 1))
         return child.id
 
+    @rule(session=sessions)
+    def resume(self, session: str) -> None:
+        if session in self.logs:
+            manager, _ = self.logs.pop(session)
+            manager.__exit__(None, None, None)
+        state, appended = resume(self.store, session)
+        event("resume repaired an open turn" if len(appended) > 1 else "resume on a closed turn")
+        assert state.open_turn is None
+        assert [e.seq for e in appended] == list(range(len(self.model[session]), state.next_seq))
+        self.model[session].extend(appended)
+
     @rule()
     def reopen(self) -> None:
+        event("reopen")
         self._close_logs()  # leaving a log flushes it
         self.store.close()
         self.store = self._open_store()
@@ -129,5 +147,5 @@ class StoreMachine(RuleBasedStateMachine):
             shutil.rmtree(self.dir, ignore_errors=True)
 
 
-StoreMachine.TestCase.settings = settings(StoreMachine.TestCase.settings, stateful_step_count=20)
+StoreMachine.TestCase.settings = settings(StoreMachine.TestCase.settings, stateful_step_count=30)
 TestStoreMachine = StoreMachine.TestCase
