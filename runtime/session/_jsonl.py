@@ -221,7 +221,6 @@ def read_jsonl(lines: Iterable[bytes], *, file: str = "") -> tuple[ParsedHeader,
 def _events(source: Iterator[bytes], header: ParsedHeader, file: str) -> Iterator[StoredEvent]:
     state = LogState()
     blank: int | None = None
-    number = 1
     for number, raw in enumerate(source, 2):
         if not raw.strip():
             blank = number
@@ -250,7 +249,6 @@ def _events(source: Iterator[bytes], header: ParsedHeader, file: str) -> Iterato
             1,
             file,
         )
-    del number
 
 
 def header_line(info: SessionInfo) -> bytes:
