@@ -190,7 +190,11 @@ class SessionStore:
         self._lock = threading.RLock()
         self._conn = self.connect()
         self.db = sqlite_utils.Database(self._conn)
-        self._migrate()
+        try:
+            self._migrate()
+        except BaseException:
+            self._conn.close()
+            raise
 
     # ------------------------------------------------------------ connections and transactions
 
