@@ -1,0 +1,287 @@
+"""Session log speed and scale, each figure a ratio against a baseline run beside it in the same process:
+group-commit appends against raw sqlite3 (one transaction per 1,000 rows), fork of a 100,000-event session against
+a 100-event one, read+project against raw sqlite3+msgspec, and the memory and time of resuming a long chunk stream
+against the projected messages and a bare read of the rows.
+
+`python -m benchmarks session` runs it at a modest size; `DSH_BENCH_RESUME_CHUNKS=1000000` (or
+`python -m benchmarks.bench_session --full`) resumes a 1,000,000-chunk session.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+import tracemalloc
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import anyio
+import anyio.lowlevel
+import msgspec
+
+from runtime.session import (
+    PROJECTED_TYPES,
+    AssistantChunk,
+    AssistantChunkData,
+    AssistantMessage,
+    AssistantMessageData,
+    Block,
+    Event,
+    Message,
+    MessageSource,
+    SessionStore,
+    StepData,
+    StepEnd,
+    StepStart,
+    StoredEvent,
+    TextDelta,
+    TurnEnd,
+    TurnEndData,
+    TurnEndReason,
+    TurnStart,
+    TurnStartData,
+    UserMessage,
+    data_type,
+    load_state,
+    open_log,
+    project,
+)
+from runtime.session._store import event_row
+
+APPEND_EVENTS = 100_000
+FORK_SIZES = (100, 100_000)
+PROJECT_EVENTS = 100_000
+RESUME_CHUNKS = int(os.environ.get("DSH_BENCH_RESUME_CHUNKS", "200000"))
+REPS = 5
+INSERT = (
+    "INSERT INTO events (session_id, seq, type, time, data, surface_op, source_event_seqs, ignorable, extra) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def _median(run: Callable[[], float], reps: int = REPS) -> float:
+    times = []
+    for _ in range(reps):
+        gc.collect()
+        times.append(run())
+    return statistics.median(times)
+
+
+def _turn(turn: int, chunks: int, text: str = "tok ") -> Iterator[Event]:
+    """A realistic turn: a prompt, a long text stream, the assembled message, a closed turn."""
+    yield TurnStart(data=TurnStartData(turn=turn))
+    yield StepStart(data=StepData(turn=turn, step=1))
+    yield UserMessage(
+        data=Message(
+            id=f"u{turn}",
+            role="user",
+            source=MessageSource(kind="user"),
+            content=(Block(type="text", text="go"),),
+        ),
+        surface_op="append",
+    )
+    for _ in range(chunks):
+        yield AssistantChunk(data=AssistantChunkData(turn=turn, step=1, chunk=TextDelta(index=0, text=text)))
+    yield AssistantMessage(
+        data=AssistantMessageData(
+            turn=turn,
+            step=1,
+            message=Message(
+                id=f"a{turn}",
+                role="assistant",
+                source=MessageSource(kind="model", provider="p", model="m"),
+                content=(Block(type="text", text=text * chunks),),
+            ),
+        ),
+        surface_op="append",
+    )
+    yield StepEnd(data=StepData(turn=turn, step=1))
+    yield TurnEnd(data=TurnEndData(turn=turn, reason=TurnEndReason(kind="completed")))
+
+
+def _session_events(total: int, per_turn: int = 200) -> list[Event]:
+    """Whole turns of `per_turn + 6` events, `total` events in all (rounded up to a whole turn)."""
+    per_turn = min(per_turn, total - 6)
+    events: list[Event] = []
+    turn = 0
+    while len(events) < total:
+        turn += 1
+        events.extend(_turn(turn, per_turn))
+    return events
+
+
+def _fill(store: SessionStore, session: str, events: list[Event]) -> None:
+    rows = [event_row(session, StoredEvent.from_event(e, seq=i, time=i)) for i, e in enumerate(events)]
+    conn = store.connect()
+    store.insert_rows(conn, rows)
+    conn.close()
+
+
+def bench_append(tmp: Path) -> float:
+    events = [e for e in _turn(1, APPEND_EVENTS - 6)]
+    ours: list[float] = []
+    raw: list[float] = []
+    for rep in range(REPS):
+        with SessionStore(tmp / f"append-{rep}.db") as store:
+            session = store.create().id
+
+            async def run(store: SessionStore = store, session: str = session) -> float:
+                async with open_log(store, session, repair=False) as log:
+                    gc.collect()
+                    start = time.perf_counter()
+                    for i, event in enumerate(events):
+                        log.append(event)
+                        if i % 100 == 99:
+                            await (
+                                anyio.lowlevel.checkpoint()
+                            )  # a stream yields between chunks; the writer commits meanwhile
+                    await log.flush()
+                    return time.perf_counter() - start
+
+            ours.append(anyio.run(run))
+            rows = [(f"raw-{rep}", *row[1:]) for row in _rows_of(store, session)]
+        with SessionStore(tmp / f"raw-{rep}.db") as baseline:  # the same schema and pragmas
+            conn = baseline.connect()
+            gc.collect()
+            start = time.perf_counter()
+            for first in range(0, len(rows), 1000):
+                conn.execute("BEGIN IMMEDIATE")
+                conn.executemany(INSERT, rows[first : first + 1000])
+                conn.execute("COMMIT")
+            raw.append(time.perf_counter() - start)
+            conn.close()
+    n = len(events)
+    ours_rate, raw_rate = n / statistics.median(ours), n / statistics.median(raw)
+    ratio = ours_rate / raw_rate
+    print(
+        f"append {n:,} chunk events: group commit {ours_rate:,.0f}/s, raw sqlite3 txn/1000 rows {raw_rate:,.0f}/s "
+        f"-> ratio {ratio:.2f} (target >= 0.50)"
+    )
+    return ratio
+
+
+def _rows_of(store: SessionStore, session: str) -> list[tuple[object, ...]]:
+    return [event_row(session, e) for e in store.events(session)]
+
+
+def bench_fork(tmp: Path) -> tuple[float, float]:
+    costs: dict[int, float] = {}
+    with SessionStore(tmp / "fork.db") as store:
+        for size in FORK_SIZES:
+            session = store.create().id
+            _fill(store, session, _session_events(size))
+            last = store.length(session) - 1
+
+            def fork(session: str = session, last: int = last) -> float:
+                start = time.perf_counter()
+                for _ in range(50):
+                    store.fork(session, at=last)
+                return (time.perf_counter() - start) / 50
+
+            store.fork(session, at=last)  # warm the page cache and statement cache before timing
+            costs[size] = _median(fork)
+    small, large = costs[FORK_SIZES[0]], costs[FORK_SIZES[1]]
+    ratio = large / small
+    print(
+        f"fork {FORK_SIZES[1]:,} events: {large * 1e6:,.0f} µs, {FORK_SIZES[0]:,} events: {small * 1e6:,.0f} µs "
+        f"-> ratio {ratio:.2f} (target <= 2, and under 1 ms)"
+    )
+    return ratio, large
+
+
+def bench_project(tmp: Path) -> float:
+    decoders = {kind: msgspec.json.Decoder(data_type(kind)) for kind in ("assistant/chunk", "user/message")}
+    with SessionStore(tmp / "project.db") as store:
+        session = store.create().id
+        _fill(store, session, _session_events(PROJECT_EVENTS))
+
+        def ours() -> float:
+            start = time.perf_counter()
+            projection = project(store.events(session))
+            assert projection.messages
+            return time.perf_counter() - start
+
+        def raw() -> float:
+            conn = sqlite3.connect(store.path)
+            start = time.perf_counter()
+            generic = msgspec.json.Decoder()
+            for kind, data in conn.execute(
+                "SELECT type, data FROM events WHERE session_id = ? ORDER BY seq", (session,)
+            ):
+                (decoders.get(kind) or generic).decode(data)
+            elapsed = time.perf_counter() - start
+            conn.close()
+            return elapsed
+
+        ours_rate, raw_rate = PROJECT_EVENTS / _median(ours), PROJECT_EVENTS / _median(raw)
+    ratio = ours_rate / raw_rate
+    print(
+        f"read+project {PROJECT_EVENTS:,} events: {ours_rate:,.0f} events/s, raw sqlite3+msgspec decode "
+        f"{raw_rate:,.0f} events/s -> ratio {ratio:.2f}"
+    )
+    return ratio
+
+
+def bench_resume(tmp: Path) -> float:
+    with SessionStore(tmp / "resume.db", synchronous="OFF") as store:
+        session = store.create().id
+        conn = store.connect()
+        batch: list[tuple[object, ...]] = []
+        for seq, event in enumerate(_turn(1, RESUME_CHUNKS, text="token ")):
+            if isinstance(event, TurnEnd):
+                break  # the stream was cut: the last turn is open, so resume must repair it
+            batch.append(event_row(session, StoredEvent.from_event(event, seq=seq, time=seq)))
+            if len(batch) == 20_000:
+                store.insert_rows(conn, batch)  # type: ignore[arg-type]  # rows from event_row
+                batch = []
+        store.insert_rows(conn, batch)  # type: ignore[arg-type]  # rows from event_row
+        conn.close()
+        gc.collect()
+
+        start = time.perf_counter()
+        bare = sqlite3.connect(store.path)
+        rows = 0
+        for _ in bare.execute("SELECT * FROM events WHERE session_id = ? ORDER BY seq", (session,)):
+            rows += 1
+        bare.close()
+        bare_time = time.perf_counter() - start
+
+        gc.collect()
+        tracemalloc.start()
+        start = time.perf_counter()
+        state = load_state(store, session)
+        projection = project(store.events(session, types=PROJECTED_TYPES))
+        open_time = time.perf_counter() - start
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        assert state.open_turn == 1
+    size = projection.message_bytes()
+    ratio = peak / size
+    print(
+        f"resume {rows:,} events ({RESUME_CHUNKS:,} chunks): peak {peak / 1e6:.1f} MB for {size / 1e6:.1f} MB of "
+        f"projected messages -> ratio {ratio:.2f} (target <= 3); open {open_time:.2f} s against a bare read of the "
+        f"rows {bare_time:.2f} s -> ratio {open_time / bare_time:.2f}"
+    )
+    return ratio
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory(prefix="dsh-bench-session-") as folder:
+        tmp = Path(folder)
+        append = bench_append(tmp)
+        fork_ratio, fork_cost = bench_fork(tmp)
+        bench_project(tmp)
+        memory = bench_resume(tmp)
+    ok = append >= 0.5 and fork_ratio <= 2 and fork_cost < 1e-3 and memory <= 3
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    if "--full" in sys.argv[1:]:
+        RESUME_CHUNKS = 1_000_000
+    sys.exit(main())

@@ -1,0 +1,223 @@
+"""`dsh sessions list | show | export | import | fork`: the session store from the command line."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import msgspec
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from runtime.session import (
+    AssistantMessageData,
+    Message,
+    SessionInfo,
+    SessionStore,
+    StoredEvent,
+    ToolCallData,
+    ToolResultData,
+    TurnEndData,
+    export_jsonl,
+    import_jsonl,
+    project,
+)
+
+__all__ = ["default_store_path", "sessions_app"]
+
+sessions_app = typer.Typer(help="Session logs: list, show, export, import, fork.", no_args_is_help=True)
+
+
+def default_store_path() -> Path:
+    """`$XDG_DATA_HOME/dsh/sessions.db`, or `~/.local/share/dsh/sessions.db`."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "dsh" / "sessions.db"
+
+
+StoreOption = Annotated[
+    Path | None,
+    typer.Option("--store", help="The session store file [default: $XDG_DATA_HOME/dsh/sessions.db]."),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+
+
+def _open(store: Path | None) -> SessionStore:
+    return SessionStore(store or default_store_path())
+
+
+def _when(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _info_json(info: SessionInfo, length: int) -> dict[str, Any]:
+    data: dict[str, Any] = msgspec.to_builtins(info)
+    data["events"] = length
+    return data
+
+
+@sessions_app.command("list")
+def list_sessions(store: StoreOption = None, as_json: JsonOption = False) -> None:
+    """List the sessions in the store, oldest first."""
+    with _open(store) as opened:
+        rows = [(info, opened.length(info.id)) for info in opened.sessions()]
+    if as_json:
+        typer.echo(json.dumps([_info_json(info, length) for info, length in rows]))
+        return
+    table = Table(title=f"{len(rows)} sessions")
+    table.add_column("id", overflow="fold")
+    for column in ("created (UTC)", "events", "parent", "cwd"):
+        table.add_column(column, overflow="fold")
+    for info, length in rows:
+        parent = "-" if info.parent_id is None else f"{info.parent_id} @{info.seed_length}"
+        table.add_row(info.id, _when(info.created_at), str(length), parent, info.cwd or "-")
+    Console().print(table)
+
+
+def _text_of(message: Message) -> list[tuple[str, str]]:
+    parts: list[tuple[str, str]] = []
+    for block in message.content:
+        if block.type in ("text", "reasoning") and block.text is not None:
+            parts.append((block.type, block.text))
+        elif block.type == "tool-call":
+            parts.append(("tool-call", f"{block.name}({block.arguments})"))
+        elif block.type == "tool-result":
+            inner = " ".join(b.text or f"[{b.type}]" for b in block.content or ())
+            parts.append(("tool-result", inner))
+        else:
+            parts.append(("other", f"[{block.type}]"))
+    return parts
+
+
+_STYLES = {"reasoning": "dim italic", "tool-call": "yellow", "tool-result": "green", "other": "dim"}
+
+
+def _render(console: Console, event: StoredEvent) -> None:
+    kind = event.type
+    if kind in ("turn/start", "step/start", "step/end", "session/end-seed"):
+        data = msgspec.json.decode(event.data)
+        if kind == "turn/start":
+            console.rule(f"turn {data['turn']}  (seq {event.seq})")
+        elif kind == "step/start":
+            console.print(f"[bold]step {data['step']}[/]", highlight=False)
+        elif kind == "session/end-seed":
+            console.print(f"[magenta]── end of seed (seq {event.seq}) ──[/]")
+        return
+    view = event.decode_data() if event.is_core else None
+    if isinstance(view, TurnEndData):
+        console.print(
+            f"[bold]turn {view.turn} ended:[/] {view.reason.kind}  (seq {event.seq})", highlight=False
+        )
+    elif isinstance(view, ToolCallData):
+        console.print(Text(f"  → tool/call {view.name} {view.arguments}", style="yellow"))
+    elif isinstance(view, Message | AssistantMessageData | ToolResultData):
+        message = view if isinstance(view, Message) else view.message
+        replaced = (
+            "" if event.surface_op == "append" else f" (replaces {msgspec.to_builtins(event.surface_op)})"
+        )
+        who = {"user/message": "user", "assistant/message": "assistant", "tool/result": "tool"}[kind]
+        if isinstance(view, AssistantMessageData) and view.interrupted:
+            who += " (interrupted)"
+        if isinstance(view, ToolResultData) and view.error is not None:
+            who += f" ({view.error.code})"
+        console.print(Text(f"{who}{replaced}  seq {event.seq}", style="bold cyan"))
+        for part, text in _text_of(message):
+            console.print(Text("  " + text.replace("\n", "\n  "), style=_STYLES.get(part, "")))
+    elif kind not in ("assistant/chunk", "request/context"):
+        console.print(Text(f"  · {kind} (seq {event.seq})", style="dim"))
+
+
+@sessions_app.command("show")
+def show(
+    session_id: Annotated[str, typer.Argument(metavar="ID", help="The session id.")],
+    store: StoreOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Show a session: its turns, steps, tool calls and messages."""
+    with _open(store) as opened:
+        info = opened.info(session_id)
+        length = opened.length(session_id)
+        if as_json:
+            projection = project(opened.events(session_id, skip_types=("assistant/chunk",)))
+            typer.echo(
+                json.dumps(
+                    {
+                        "session": _info_json(info, length),
+                        "title": projection.title,
+                        "header": None
+                        if projection.header_json is None
+                        else json.loads(projection.header_json),
+                        "todos": msgspec.to_builtins(projection.todos),
+                        "messages": [
+                            {"seq": m.seq, "type": m.type, "message": json.loads(m.json)}
+                            for m in projection.messages
+                        ],
+                    }
+                )
+            )
+            return
+        console = Console()
+        parent = "" if info.parent_id is None else f", forked from {info.parent_id} at {info.seed_length}"
+        console.print(
+            f"[bold]session {info.id}[/]: {length} events, created {_when(info.created_at)} UTC{parent}"
+        )
+        for event in opened.events(session_id, skip_types=("assistant/chunk",)):
+            _render(console, event)
+
+
+@sessions_app.command("export")
+def export(
+    session_id: Annotated[str, typer.Argument(metavar="ID", help="The session id.")],
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="Write here instead of stdout.")
+    ] = None,
+    no_pack: Annotated[bool, typer.Option("--no-pack", help="Write every chunk as its own line.")] = False,
+    store: StoreOption = None,
+) -> None:
+    """Export a session as JSONL (format version 0); a fork's inherited prefix is written out in full."""
+    with _open(store) as opened:
+        if output is None:
+            export_jsonl(opened, session_id, sys.stdout.buffer, pack=not no_pack)
+            sys.stdout.buffer.flush()
+        else:
+            with output.open("wb") as handle:
+                export_jsonl(opened, session_id, handle, pack=not no_pack)
+
+
+@sessions_app.command("import")
+def import_(
+    file: Annotated[Path, typer.Argument(help="A JSONL session log (format version 0).")],
+    store: StoreOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Import a JSONL log as a new session; a bad file is refused whole, naming the line and the rule."""
+    with _open(store) as opened:
+        info = import_jsonl(opened, file)
+        length = opened.length(info.id)
+    if as_json:
+        typer.echo(json.dumps({"id": info.id}))
+    else:
+        typer.echo(f"imported {file} as session {info.id} ({length} events)")
+
+
+@sessions_app.command("fork")
+def fork(
+    session_id: Annotated[str, typer.Argument(metavar="ID", help="The session to fork.")],
+    at: Annotated[
+        int | None, typer.Option("--at", help="The last inherited seq (default: the last event).")
+    ] = None,
+    store: StoreOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Fork a session by reference: the child inherits events 0..AT and copies none."""
+    with _open(store) as opened:
+        child = opened.fork(session_id, at)
+    if as_json:
+        typer.echo(json.dumps({"id": child.id, "seedLength": child.seed_length}))
+    else:
+        typer.echo(f"forked {session_id} at seq {(child.seed_length or 0) - 1} as session {child.id}")

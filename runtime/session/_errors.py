@@ -1,0 +1,120 @@
+"""The session log's errors, all under `runtime.kernel.errors.SessionError`; each carries a stable `code`."""
+
+from __future__ import annotations
+
+from runtime.kernel.errors import SessionError
+
+__all__ = [
+    "InvalidBoundaryError",
+    "LogFormatError",
+    "LogRuleError",
+    "OpenTurnError",
+    "SessionBusyError",
+    "SessionExistsError",
+    "SessionNotFoundError",
+    "StoreSchemaError",
+    "UnsupportedVersionError",
+]
+
+
+class LogFormatError(SessionError, ValueError):
+    """A JSONL log (or one line of it) is malformed; `line` is 1-based (the header is line 1), `rule` names the
+    rule it breaks."""
+
+    code = "BAD_LOG"
+
+    def __init__(self, message: str, *, rule: str, line: int | None = None, file: str = "") -> None:
+        where = (
+            f"{file}:{line}" if file and line is not None else (f"line {line}" if line is not None else file)
+        )
+        super().__init__(f"{where}: {message} [{rule}]" if where else f"{message} [{rule}]")
+        self.reason = message
+        self.rule = rule
+        self.line = line
+        self.file = file
+
+
+class UnsupportedVersionError(LogFormatError):
+    """The header's `version` is not the format version dsh reads (0)."""
+
+    code = "UNSUPPORTED_VERSION"
+
+
+class LogRuleError(SessionError, ValueError):
+    """An event would break a rule of the log (envelope, surface, seq); raised on append and by import's checks."""
+
+    code = "LOG_RULE"
+
+    def __init__(self, message: str, *, rule: str, seq: int | None = None) -> None:
+        super().__init__(f"event seq {seq}: {message} [{rule}]" if seq is not None else f"{message} [{rule}]")
+        self.reason = message
+        self.rule = rule
+        self.seq = seq
+
+
+class SessionNotFoundError(SessionError, LookupError):
+    """No session with this id in the store."""
+
+    code = "SESSION_NOT_FOUND"
+
+    def __init__(self, session_id: str, *, store: str = "") -> None:
+        super().__init__(
+            f'no session "{session_id}" in {store or "the store"}; `dsh sessions list` shows them'
+        )
+        self.session_id = session_id
+
+
+class SessionExistsError(SessionError):
+    """A session id that should be new is taken."""
+
+    code = "SESSION_ALREADY_EXISTS"
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f'session "{session_id}" already exists; choose another id')
+        self.session_id = session_id
+
+
+class InvalidBoundaryError(SessionError, ValueError):
+    """A fork boundary is not the seq of an event of the source session."""
+
+    code = "INVALID_BOUNDARY"
+
+    def __init__(self, session_id: str, at: int, length: int) -> None:
+        valid = f"0..{length - 1}" if length else "none (the session is empty)"
+        super().__init__(f'cannot fork session "{session_id}" at seq {at}: valid boundaries are {valid}')
+        self.session_id = session_id
+        self.at = at
+        self.length = length
+
+
+class OpenTurnError(SessionError, ValueError):
+    """A fork prefix would end inside an open turn."""
+
+    code = "OPEN_TURN"
+
+    def __init__(self, session_id: str, at: int, turn_start_seq: int) -> None:
+        super().__init__(
+            f'cannot fork session "{session_id}" at seq {at}: the prefix ends inside the turn opened at seq '
+            f"{turn_start_seq}; fork at its turn/end or before its turn/start"
+        )
+        self.session_id = session_id
+        self.at = at
+        self.turn_start_seq = turn_start_seq
+
+
+class StoreSchemaError(SessionError):
+    """The SQLite file's schema is newer than this dsh, or not a dsh store."""
+
+    code = "STORE_SCHEMA"
+
+
+class SessionBusyError(SessionError):
+    """A session already has a writer in this process (one writer per session)."""
+
+    code = "SESSION_BUSY"
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(
+            f'session "{session_id}" already has an open log in this process; append through that one'
+        )
+        self.session_id = session_id

@@ -1,0 +1,144 @@
+"""`SessionLog`: appending to one session with group commit. `append` checks the event, assigns its seq and returns
+at once; a writer task commits whatever is pending in one `BEGIN IMMEDIATE` transaction off the event loop;
+`await flush()` returns once everything appended so far is durable."""
+
+from __future__ import annotations
+
+import sqlite3
+import weakref
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import anyio
+import anyio.to_thread
+
+from ._errors import SessionBusyError
+from ._events import Event, StoredEvent, encode_data
+from ._repair import load_state, resume
+from ._rules import LogState
+from ._store import EventRow, SessionInfo, SessionStore, event_row
+
+__all__ = ["SessionLog", "open_log"]
+
+# the sessions each store has an open log for, in this process (one writer per session)
+_WRITERS: weakref.WeakKeyDictionary[SessionStore, set[str]] = weakref.WeakKeyDictionary()
+
+
+class SessionLog:
+    """The append side of one session's log. Create it with `open_log`; one writer per session at a time."""
+
+    def __init__(
+        self, store: SessionStore, info: SessionInfo, state: LogState, conn: sqlite3.Connection
+    ) -> None:
+        self.store = store
+        self.info = info
+        self._state = state
+        self._conn = conn
+        self._pending: list[EventRow] = []
+        self._durable = state.next_seq
+        self._wake = anyio.Event()
+        self._progress = anyio.Event()
+        self._failure: BaseException | None = None
+
+    @property
+    def next_seq(self) -> int:
+        """The seq the next appended event gets."""
+        return self._state.next_seq
+
+    @property
+    def durable_seq(self) -> int:
+        """Every event with a smaller seq is committed."""
+        return self._durable
+
+    @property
+    def state(self) -> LogState:
+        """The rule state after the last appended event (open turn, surface, ...)."""
+        return self._state
+
+    def append(self, event: Event) -> StoredEvent:
+        """Check `event` against the log's rules, give it the next seq and the clock's time, and queue it for
+        commit. Returns at once; `await flush()` makes it durable."""
+        if self._failure is not None:
+            raise self._failure
+        state = self._state
+        stored = StoredEvent(
+            type=event.__struct_config__.tag,  # type: ignore[arg-type]  # every Event subclass has a str tag
+            seq=state.next_seq,
+            time=self.store.clock.now_ms(),
+            data=encode_data(event.data),
+            surface_op=event.surface_op,
+            source_event_seqs=event.source_event_seqs,
+            ignorable=event.ignorable,
+        )
+        state.feed(stored, data=event.data)
+        self._pending.append(event_row(self.info.id, stored))
+        self._wake.set()
+        return stored
+
+    async def flush(self) -> None:
+        """Return once every event appended so far is committed (the durability barrier)."""
+        target = self._state.next_seq
+        while self._durable < target:
+            if self._failure is not None:
+                raise self._failure
+            progress = self._progress
+            self._wake.set()
+            await progress.wait()
+
+    def _commit_rest(self) -> None:
+        """Commit what is still pending when the block is left by an exception (blocking: error path only)."""
+        if self._pending and self._failure is None:
+            batch, self._pending = self._pending, []
+            self.store.insert_rows(self._conn, batch)
+            self._durable = batch[-1][1] + 1
+
+    async def _run(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake = anyio.Event()
+            while self._pending:
+                batch, self._pending = self._pending, []
+                try:
+                    await anyio.to_thread.run_sync(self.store.insert_rows, self._conn, batch)
+                except Exception as error:  # handed to every later append/flush of this log, raised there
+                    self._failure = error
+                    self._progress.set()
+                    return
+                self._durable = batch[-1][1] + 1
+                progress, self._progress = self._progress, anyio.Event()
+                progress.set()
+
+
+@asynccontextmanager
+async def open_log(store: SessionStore, session_id: str, *, repair: bool = True) -> AsyncIterator[SessionLog]:
+    """Run a group-commit writer for `session_id` while the block runs; everything appended is flushed on exit.
+
+    With `repair` (the default) the log is resumed first: an open last turn is closed and `session/end-seed` marks
+    where this run's events begin. Without it, the log must not end inside a turn another writer left open.
+    """
+    info = store.info(session_id)
+    writers = _WRITERS.setdefault(store, set())
+    if session_id in writers:
+        raise SessionBusyError(session_id)
+    writers.add(session_id)
+    try:
+        state = resume(store, session_id)[0] if repair else load_state(store, session_id)
+        conn = store.connect()
+        log = SessionLog(store, info, state, conn)
+        try:
+            async with anyio.create_task_group() as group:
+                group.start_soon(log._run)
+                yield log
+                await log.flush()
+                group.cancel_scope.cancel()
+        except BaseExceptionGroup as grouped:
+            # the writer task never raises (it hands failures to append/flush), so the group holds only the
+            # caller's own exception: give it back unwrapped
+            if len(grouped.exceptions) == 1:
+                raise grouped.exceptions[0] from grouped
+            raise
+        finally:
+            log._commit_rest()
+            conn.close()
+    finally:
+        writers.discard(session_id)

@@ -1,0 +1,283 @@
+"""The rules every event of a log obeys, checked one event at a time: seq contiguity, the envelope, the surface fold
+(`append` / `replace`), and the turn/step/tool-call state that crash repair and fork need.
+
+`LogState` is fed every event in seq order (import, append, reopen); it keeps only small state (the surface nodes and
+the open turn), never the chunks, so checking a 1M-chunk log runs in constant memory per chunk.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import msgspec
+
+from ._errors import LogRuleError
+from ._events import (
+    SURFACE_TYPES,
+    AssistantMessageData,
+    Message,
+    Replace,
+    StepData,
+    StoredEvent,
+    ToolCallData,
+    ToolResultData,
+    TurnEndData,
+    TurnStartData,
+    core_event_types,
+)
+
+__all__ = ["LogState", "OpenToolCall", "SurfaceFold", "SurfaceNode", "message_json"]
+
+_CORE = core_event_types()
+_LEGACY = {"request/header-delta": "headers are full request/header snapshots (reason initial/resume/change)"}
+
+
+class _MessageField(msgspec.Struct):
+    message: msgspec.Raw
+
+
+_MESSAGE_FIELD = msgspec.json.Decoder(_MessageField)
+_MESSAGE = msgspec.json.Decoder(Message)
+
+
+def message_json(event_type: str, data: str) -> str:
+    """The JSON text of the message a surface event's data carries, exactly as written."""
+    if event_type == "user/message":
+        return data
+    return bytes(_MESSAGE_FIELD.decode(data).message).decode()
+
+
+@dataclass(frozen=True, slots=True)
+class SurfaceNode:
+    """One node of the surface: the event that put it there and its data as written (the message inside it is
+    extracted on demand, so a node costs no copy of a long message)."""
+
+    seq: int
+    type: str
+    data: str
+
+    @property
+    def message(self) -> str:
+        """The message JSON text, exactly as written."""
+        return message_json(self.type, self.data)
+
+
+@dataclass(slots=True)
+class SurfaceFold:
+    """The surface in order; `append` pushes a node, `replace` splices one in place of a range of nodes."""
+
+    nodes: list[SurfaceNode] = field(default_factory=list)
+    replacements: int = 0
+
+    def apply(self, event: StoredEvent) -> None:
+        """Fold one surface event (checked first: an invalid op leaves the fold unchanged)."""
+        node = SurfaceNode(event.seq, event.type, event.data)
+        op = event.surface_op
+        if op == "append":
+            self.nodes.append(node)
+            return
+        assert isinstance(op, Replace)
+        first, last = self._span(event, op)
+        shadowed = self.nodes[first : last + 1]
+        sources = set(event.source_event_seqs or ())
+        missing = [n.seq for n in shadowed if n.seq not in sources]
+        if missing:
+            raise LogRuleError(
+                f"a replace must list every node it shadows in sourceEventSeqs; missing {missing}",
+                rule="surface.replace-sources",
+                seq=event.seq,
+            )
+        if event.type == "tool/result":
+            self._check_prune(event, shadowed, node)
+        self.nodes[first : last + 1] = [node]
+        self.replacements += 1
+
+    def _span(self, event: StoredEvent, op: Replace) -> tuple[int, int]:
+        index = {n.seq: i for i, n in enumerate(self.nodes)}
+        current = [n.seq for n in self.nodes]
+        for name, value in (("start", op.start), ("end", op.end)):
+            if value not in index:
+                raise LogRuleError(
+                    f"replace {name}={value} is not a current surface node; current nodes: {current}",
+                    rule="surface.replace-range",
+                    seq=event.seq,
+                )
+        first, last = index[op.start], index[op.end]
+        if first > last:
+            raise LogRuleError(
+                f"replace start={op.start} comes after end={op.end} in surface order",
+                rule="surface.replace-order",
+                seq=event.seq,
+            )
+        return first, last
+
+    @staticmethod
+    def _check_prune(event: StoredEvent, shadowed: list[SurfaceNode], node: SurfaceNode) -> None:
+        if len(shadowed) != 1 or shadowed[0].type != "tool/result":
+            raise LogRuleError(
+                "a tool/result replace must shadow exactly one tool/result node",
+                rule="surface.prune-target",
+                seq=event.seq,
+            )
+        if _without_result_content(shadowed[0].message) != _without_result_content(node.message):
+            raise LogRuleError(
+                "a tool/result replace may change only the tool-result content",
+                rule="surface.prune-content",
+                seq=event.seq,
+            )
+
+
+def _without_result_content(message_text: str) -> object:
+    message = msgspec.json.decode(message_text)
+    if isinstance(message, dict) and isinstance(message.get("content"), list):
+        message["content"] = [
+            {k: v for k, v in block.items() if k != "content"} if isinstance(block, dict) else block
+            for block in message["content"]
+        ]
+    return message
+
+
+@dataclass(frozen=True, slots=True)
+class OpenToolCall:
+    """A tool call the model asked for in the open turn; `call_seq` is its `tool/call` event, if logged."""
+
+    call_id: str
+    name: str
+    turn: int
+    step: int
+    call_seq: int | None
+
+
+@dataclass(slots=True)
+class LogState:
+    """What the log's rules need to know about everything before `next_seq`."""
+
+    next_seq: int = 0
+    surface: SurfaceFold = field(default_factory=SurfaceFold)
+    last_turn: int = 0
+    open_turn: int | None = None
+    open_turn_seq: int | None = None
+    open_step: tuple[int, int] | None = None
+    last_type: str | None = None
+    last_time: int = 0
+    requested: dict[str, tuple[str, int, int]] = field(default_factory=dict)
+    dispatched: dict[str, int] = field(default_factory=dict)
+    answered: set[str] = field(default_factory=set)
+
+    def feed(self, event: StoredEvent, *, check_seq: bool = True, data: object = None) -> None:
+        """Check one event against the rules and fold it in; raises `LogRuleError` and changes nothing if it breaks
+        one. `data` is the event's typed data when the caller has it (appends), else it is decoded here."""
+        if check_seq and event.seq != self.next_seq:
+            raise LogRuleError(
+                f"expected seq {self.next_seq} (seqs are contiguous from 0), got {event.seq}",
+                rule="seq.contiguous",
+                seq=event.seq,
+            )
+        self._check_envelope(event)
+        if data is None:
+            data = self._decode(event)
+        if isinstance(data, AssistantMessageData):
+            _check_model_source(event, data.message)
+        if event.surface_op is not None:
+            self.surface.apply(event)
+        self._track(event, data)
+        self.next_seq = event.seq + 1
+        self.last_type = event.type
+        self.last_time = event.time
+
+    def open_tool_calls(self) -> list[OpenToolCall]:
+        """Tool calls of the open turn that have no result yet, in the order the model made them."""
+        return [
+            OpenToolCall(call_id, name, turn, step, self.dispatched.get(call_id))
+            for call_id, (name, turn, step) in self.requested.items()
+            if call_id not in self.answered
+        ]
+
+    def _check_envelope(self, event: StoredEvent) -> None:
+        if event.type in _LEGACY:
+            raise LogRuleError(
+                f'"{event.type}" is a legacy type the format no longer reads; {_LEGACY[event.type]}',
+                rule="envelope.legacy",
+                seq=event.seq,
+            )
+        surface = event.type in SURFACE_TYPES
+        if event.type not in _CORE and event.surface_op is not None:
+            raise LogRuleError(
+                f'unknown event type "{event.type}" carries surfaceOp; dsh cannot project it',
+                rule="envelope.unknown-surface",
+                seq=event.seq,
+            )
+        if surface and event.surface_op is None:
+            raise LogRuleError(
+                f"a {event.type} event must carry surfaceOp", rule="envelope.surface-op", seq=event.seq
+            )
+        if not surface and (event.surface_op is not None or event.source_event_seqs is not None):
+            raise LogRuleError(
+                f"surfaceOp and sourceEventSeqs are allowed only on {', '.join(sorted(SURFACE_TYPES))}",
+                rule="envelope.surface-only",
+                seq=event.seq,
+            )
+        sources = event.source_event_seqs
+        if sources is not None:
+            if not sources and event.type != "assistant/message":
+                raise LogRuleError(
+                    "an empty sourceEventSeqs is allowed only on assistant/message",
+                    rule="envelope.sources-empty",
+                    seq=event.seq,
+                )
+            if len(set(sources)) != len(sources) or any(s < 0 or s >= event.seq for s in sources):
+                raise LogRuleError(
+                    f"sourceEventSeqs must be unique, non-negative and smaller than the event's seq: {list(sources)}",
+                    rule="envelope.sources",
+                    seq=event.seq,
+                )
+        if event.time < 0:
+            raise LogRuleError(
+                f"time must be epoch ms >= 0, got {event.time}", rule="envelope.time", seq=event.seq
+            )
+
+    def _decode(self, event: StoredEvent) -> object:
+        try:
+            data = event.decode_data()
+        except msgspec.DecodeError as error:
+            raise LogRuleError(f"bad {event.type} data: {error}", rule="data.schema", seq=event.seq) from None
+        return data
+
+    def _track(self, event: StoredEvent, data: object) -> None:
+        kind = event.type
+        if isinstance(data, TurnStartData) and kind == "turn/start":
+            self.open_turn, self.open_turn_seq, self.open_step = data.turn, event.seq, None
+            self.last_turn = max(self.last_turn, data.turn)
+            self.requested.clear()
+            self.dispatched.clear()
+            self.answered.clear()
+        elif isinstance(data, TurnEndData):
+            self.open_turn = self.open_turn_seq = None
+            self.open_step = None
+            self.last_turn = max(self.last_turn, data.turn)
+        elif isinstance(data, StepData):
+            self.open_step = (data.turn, data.step) if kind == "step/start" else None
+        elif isinstance(data, AssistantMessageData):
+            if not data.interrupted:
+                for block in data.message.content:
+                    if block.type == "tool-call" and block.id is not None:
+                        self.requested[block.id] = (block.name or "", data.turn, data.step)
+        elif isinstance(data, ToolCallData):
+            self.dispatched[data.call_id] = event.seq
+        elif isinstance(data, ToolResultData):
+            source = data.message.source
+            if source is not None and source.call_id is not None:
+                self.answered.add(source.call_id)
+            for block in data.message.content:
+                if block.tool_call_id is not None:
+                    self.answered.add(block.tool_call_id)
+
+
+def _check_model_source(event: StoredEvent, message: Message) -> None:
+    source = message.source
+    if source is None or source.kind != "model" or not source.provider or not source.model:
+        raise LogRuleError(
+            "an assistant/message needs message.source {kind:'model', provider, model}",
+            rule="data.model-source",
+            seq=event.seq,
+        )

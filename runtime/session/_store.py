@@ -1,0 +1,459 @@
+"""`SessionStore`: the one module that speaks SQL. Sessions and their append-only events in one SQLite file.
+
+WAL, `busy_timeout`, `BEGIN IMMEDIATE` for every write, `PRAGMA user_version` as the schema version with ordered
+migrations, and triggers that refuse UPDATE and DELETE on `events`. A fork child stores only its own events; its
+prefix is read by reference from its parent (recursively).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable, Collection, Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import sqlite_utils
+
+from ._errors import (
+    InvalidBoundaryError,
+    OpenTurnError,
+    SessionExistsError,
+    SessionNotFoundError,
+    StoreSchemaError,
+)
+from ._events import Replace, StoredEvent, SurfaceOp
+from ._services import Clock, IdMinter, SessionId, SystemClock, UuidIds
+
+__all__ = ["SCHEMA_VERSION", "EventRow", "SessionInfo", "SessionStore", "SpawnedBy"]
+
+SCHEMA_VERSION = 1
+_BATCH = 2_000
+
+
+class SpawnedBy(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """The tool call of the parent that spawned a child session."""
+
+    turn: int
+    step: int
+    call_id: str
+
+
+class SessionInfo(msgspec.Struct, frozen=True, kw_only=True):
+    """One row of `sessions`. `inherits`: events [0, seed_length) are read from `parent_id` by reference."""
+
+    id: SessionId
+    created_at: int
+    cwd: str | None = None
+    parent_id: str | None = None
+    seed_length: int | None = None
+    inherits: bool = False
+    delegation_depth: int = 0
+    spawned_by: SpawnedBy | None = None
+    imported_from: str | None = None
+    header_extra: str | None = None
+
+
+EventRow = tuple[str, int, str, int, str, str | None, str | None, int | None, str | None]
+_INSERT = (
+    "INSERT INTO events (session_id, seq, type, time, data, surface_op, source_event_seqs, ignorable, extra) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_COLUMNS = "seq, type, time, data, surface_op, source_event_seqs, ignorable, extra"
+_SESSION_COLUMNS = "id, created_at, cwd, parent_id, seed_length, inherits, delegation_depth, spawned_by, imported_from, header_extra"
+_SEQS = msgspec.json.Decoder(tuple[int, ...])
+_REPLACE = msgspec.json.Decoder(Replace)
+_SPAWNED = msgspec.json.Decoder(SpawnedBy)
+
+
+def _first(cursor: sqlite3.Cursor) -> Any:
+    """The first row of a query run to completion (an unfinished statement would pin its read snapshot)."""
+    rows = cursor.fetchall()
+    return rows[0] if rows else None
+
+
+def event_row(session_id: str, event: StoredEvent) -> EventRow:
+    """The `events` row of one event."""
+    op = event.surface_op
+    return (
+        session_id,
+        event.seq,
+        event.type,
+        event.time,
+        event.data,
+        None if op is None else ("append" if op == "append" else msgspec.json.encode(op).decode()),
+        None if event.source_event_seqs is None else msgspec.json.encode(event.source_event_seqs).decode(),
+        None if event.ignorable is None else int(event.ignorable),
+        event.extra,
+    )
+
+
+def _event(row: tuple[Any, ...]) -> StoredEvent:
+    seq, kind, time, data, op, sources, ignorable, extra = row
+    surface: SurfaceOp | None = None
+    if op is not None:
+        surface = "append" if op == "append" else _REPLACE.decode(op)
+    return StoredEvent(
+        type=kind,
+        seq=seq,
+        time=time,
+        data=data,
+        surface_op=surface,
+        source_event_seqs=None if sources is None else _SEQS.decode(sources),
+        ignorable=None if ignorable is None else bool(ignorable),
+        extra=extra,
+    )
+
+
+def _info(row: tuple[Any, ...]) -> SessionInfo:
+    sid, created, cwd, parent, seed, inherits, depth, spawned, imported, extra = row
+    return SessionInfo(
+        id=SessionId(sid),
+        created_at=created,
+        cwd=cwd,
+        parent_id=parent,
+        seed_length=seed,
+        inherits=bool(inherits),
+        delegation_depth=depth,
+        spawned_by=None if spawned is None else _SPAWNED.decode(spawned),
+        imported_from=imported,
+        header_extra=extra,
+    )
+
+
+def _migrate_1(db: sqlite_utils.Database) -> None:
+    db.table("sessions").create(
+        {
+            "id": str,
+            "created_at": int,
+            "cwd": str,
+            "parent_id": str,
+            "seed_length": int,
+            "inherits": int,
+            "delegation_depth": int,
+            "spawned_by": str,
+            "imported_from": str,
+            "header_extra": str,
+        },
+        pk="id",
+        not_null={"created_at", "inherits", "delegation_depth"},
+        defaults={"inherits": 0, "delegation_depth": 0},
+    )
+    db.table("events").create(
+        {
+            "session_id": str,
+            "seq": int,
+            "type": str,
+            "time": int,
+            "data": str,
+            "surface_op": str,
+            "source_event_seqs": str,
+            "ignorable": int,
+            "extra": str,
+        },
+        pk=("session_id", "seq"),
+        not_null={"session_id", "seq", "type", "time", "data"},
+    )
+    db.execute(
+        "CREATE INDEX events_turn_bounds ON events (session_id, seq) WHERE type IN ('turn/start', 'turn/end')"
+    )
+    for action in ("UPDATE", "DELETE"):
+        db.execute(
+            f"CREATE TRIGGER events_no_{action.lower()} BEFORE {action} ON events "
+            f"BEGIN SELECT RAISE(ABORT, 'events are append-only: {action} is refused'); END"
+        )
+
+
+_MIGRATIONS: tuple[Callable[[sqlite_utils.Database], None], ...] = (_migrate_1,)
+
+
+class SessionStore:
+    """Sessions and their events in one SQLite file; safe for several processes writing different sessions."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        clock: Clock | None = None,
+        ids: IdMinter | None = None,
+        synchronous: str = "FULL",
+        busy_timeout_ms: int = 10_000,
+    ) -> None:
+        self.path = Path(path)
+        self.clock: Clock = clock or SystemClock()
+        self.ids: IdMinter = ids or UuidIds()
+        self._synchronous = synchronous
+        self._busy_timeout_ms = busy_timeout_ms
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        self._conn = self.connect()
+        self.db = sqlite_utils.Database(self._conn)
+        try:
+            self._migrate()
+        except BaseException:
+            self._conn.close()
+            raise
+
+    # ------------------------------------------------------------ connections and transactions
+
+    def connect(self) -> sqlite3.Connection:
+        """A new connection to the store's file, configured like every other (used by log writers)."""
+        conn = sqlite3.connect(
+            self.path, isolation_level=None, check_same_thread=False, timeout=self._busy_timeout_ms / 1000
+        )
+        conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute(f"PRAGMA synchronous = {self._synchronous}")
+        return conn
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> SessionStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _write(self, conn: sqlite3.Connection | None = None) -> Iterator[sqlite3.Connection]:
+        connection = conn or self._conn
+        with self._lock:
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                yield connection
+            except BaseException:
+                connection.execute("ROLLBACK")
+                raise
+            connection.execute("COMMIT")
+
+    def _migrate(self) -> None:
+        with self._write() as conn:
+            version = _first(conn.execute("PRAGMA user_version"))[0]
+            if version > SCHEMA_VERSION:
+                raise StoreSchemaError(
+                    f"{self.path} has schema version {version}, newer than this dsh reads ({SCHEMA_VERSION}); "
+                    "upgrade dsh"
+                )
+            for number in range(version, SCHEMA_VERSION):
+                _MIGRATIONS[number](self.db)
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    def schema_version(self) -> int:
+        with self._lock:
+            return int(_first(self._conn.execute("PRAGMA user_version"))[0])
+
+    # ------------------------------------------------------------ sessions
+
+    def create(
+        self,
+        *,
+        cwd: str | None = None,
+        parent_id: str | None = None,
+        delegation_depth: int = 0,
+        spawned_by: SpawnedBy | None = None,
+        session_id: SessionId | None = None,
+    ) -> SessionInfo:
+        """A new, empty session."""
+        info = SessionInfo(
+            id=session_id or self.ids.new_session_id(),
+            created_at=self.clock.now_ms(),
+            cwd=cwd,
+            parent_id=parent_id,
+            delegation_depth=delegation_depth,
+            spawned_by=spawned_by,
+        )
+        with self._write() as conn:
+            self._insert_session(conn, info)
+        return info
+
+    def _insert_session(self, conn: sqlite3.Connection, info: SessionInfo) -> None:
+        if _first(conn.execute("SELECT 1 FROM sessions WHERE id = ?", (info.id,))):
+            raise SessionExistsError(info.id)
+        conn.execute(
+            f"INSERT INTO sessions ({_SESSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                info.id,
+                info.created_at,
+                info.cwd,
+                info.parent_id,
+                info.seed_length,
+                int(info.inherits),
+                info.delegation_depth,
+                None if info.spawned_by is None else msgspec.json.encode(info.spawned_by).decode(),
+                info.imported_from,
+                info.header_extra,
+            ),
+        )
+
+    def info(self, session_id: str) -> SessionInfo:
+        with self._lock:
+            row = _first(
+                self._conn.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,))
+            )
+        if row is None:
+            raise SessionNotFoundError(session_id, store=str(self.path))
+        return _info(row)
+
+    def sessions(self) -> list[SessionInfo]:
+        """Every session, oldest first."""
+        with self._lock:
+            rows = self._conn.execute(
+                f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY created_at, id"
+            ).fetchall()
+        return [_info(row) for row in rows]
+
+    def length(self, session_id: str) -> int:
+        """The number of events in the session's full log (its inherited prefix included)."""
+        info = self.info(session_id)
+        with self._lock:
+            top = _first(
+                self._conn.execute("SELECT max(seq) FROM events WHERE session_id = ?", (session_id,))
+            )[0]
+        own = 0 if top is None else top + 1
+        return max(own, info.seed_length or 0) if info.inherits else own
+
+    # ------------------------------------------------------------ reading
+
+    def _segments(self, session_id: str, stop: int | None) -> list[tuple[str, int, int | None]]:
+        """(session, from seq, to seq exclusive) pieces of the full log, oldest first."""
+        segments: list[tuple[str, int, int | None]] = []
+        current, upper = session_id, stop
+        while True:
+            info = self.info(current)
+            seed = info.seed_length or 0
+            if not info.inherits or info.parent_id is None:
+                segments.append((current, 0, upper))
+                break
+            segments.append((current, seed, upper))
+            upper = seed if upper is None else min(seed, upper)
+            current = info.parent_id
+        segments.reverse()
+        return segments
+
+    def events(
+        self,
+        session_id: str,
+        *,
+        start: int = 0,
+        stop: int | None = None,
+        types: Collection[str] | None = None,
+        skip_types: Collection[str] | None = None,
+    ) -> Iterator[StoredEvent]:
+        """The session's full log in seq order (the inherited prefix first), streamed from SQLite.
+
+        `types` keeps only those types; `skip_types` drops those (both filtered in SQL).
+        """
+        if types is not None and not types:
+            return
+        filters, params = "", []
+        if types is not None:
+            filters += f" AND type IN ({', '.join('?' * len(types))})"
+            params += list(types)
+        if skip_types:
+            filters += f" AND type NOT IN ({', '.join('?' * len(skip_types))})"
+            params += list(skip_types)
+        for owner, low, high in self._segments(session_id, stop):
+            # keyset pages: each query runs to completion, so an abandoned iterator never pins an old snapshot
+            low = max(low, start)
+            bound = "" if high is None else " AND seq < ?"
+            bound_params: list[object] = [] if high is None else [high]
+            query = f"SELECT {_COLUMNS} FROM events WHERE session_id = ? AND seq >= ?{bound}{filters} ORDER BY seq LIMIT ?"
+            while True:
+                with self._lock:
+                    page = self._conn.execute(query, [owner, low, *bound_params, *params, _BATCH]).fetchall()
+                for row in page:
+                    yield _event(row)
+                if len(page) < _BATCH:
+                    break
+                low = page[-1][0] + 1
+
+    def last_event(self, session_id: str) -> StoredEvent | None:
+        length = self.length(session_id)
+        if length == 0:
+            return None
+        return next(self.events(session_id, start=length - 1), None)
+
+    # ------------------------------------------------------------ writing
+
+    def append_events(
+        self, session_id: str, events: Iterable[StoredEvent], *, conn: sqlite3.Connection | None = None
+    ) -> None:
+        """Insert checked events in one transaction (the caller has checked them against the log's rules)."""
+        rows = [event_row(session_id, event) for event in events]
+        with self._write(conn) as connection:
+            connection.executemany(_INSERT, rows)
+
+    def insert_rows(self, conn: sqlite3.Connection, rows: list[EventRow]) -> None:
+        """Insert prepared rows in one transaction on `conn` (the group-commit writer's path)."""
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.executemany(_INSERT, rows)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def import_session(self, info: SessionInfo, events: Iterable[StoredEvent]) -> SessionInfo:
+        """Create a session and insert its events in one transaction; if `events` raises, nothing is kept."""
+        with self._write() as conn:
+            self._insert_session(conn, info)
+            batch: list[EventRow] = []
+            for event in events:
+                batch.append(event_row(info.id, event))
+                if len(batch) >= _BATCH:
+                    conn.executemany(_INSERT, batch)
+                    batch.clear()
+            conn.executemany(_INSERT, batch)
+        return info
+
+    # ------------------------------------------------------------ fork
+
+    def fork(
+        self, session_id: str, at: int | None = None, *, child_id: SessionId | None = None
+    ) -> SessionInfo:
+        """A child session whose log starts with the parent's events 0..`at` (inclusive, default: all), by
+        reference: no event is copied. Its own events continue at seq `at + 1` (its `seed_length`)."""
+        if child_id is not None:
+            with self._lock:
+                if _first(self._conn.execute("SELECT 1 FROM sessions WHERE id = ?", (child_id,))):
+                    raise SessionExistsError(child_id)
+        parent = self.info(session_id)
+        length = self.length(session_id)
+        boundary = length - 1 if at is None else at
+        if at is not None and not 0 <= at < length:
+            raise InvalidBoundaryError(session_id, at, length)
+        if boundary >= 0:
+            opened = self._open_turn_at(session_id, boundary)
+            if opened is not None:
+                raise OpenTurnError(session_id, boundary, opened)
+        child = SessionInfo(
+            id=child_id or self.ids.new_session_id(),
+            created_at=self.clock.now_ms(),
+            cwd=parent.cwd,
+            parent_id=parent.id,
+            seed_length=boundary + 1,
+            inherits=True,
+            delegation_depth=parent.delegation_depth,
+        )
+        with self._write() as conn:
+            self._insert_session(conn, child)
+        return child
+
+    def _open_turn_at(self, session_id: str, boundary: int) -> int | None:
+        """The seq of the `turn/start` the prefix 0..boundary ends inside, or None."""
+        for owner, low, high in reversed(self._segments(session_id, boundary + 1)):
+            with self._lock:
+                row = _first(
+                    self._conn.execute(
+                        "SELECT seq, type FROM events WHERE session_id = ? AND seq >= ? AND seq < ? "
+                        "AND type IN ('turn/start', 'turn/end') ORDER BY seq DESC LIMIT 1",
+                        (owner, low, boundary + 1 if high is None else high),
+                    )
+                )
+            if row is not None:
+                return int(row[0]) if row[1] == "turn/start" else None
+        return None

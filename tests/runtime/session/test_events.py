@@ -1,0 +1,79 @@
+"""Events round-trip losslessly: typed event -> stored -> SQLite -> JSONL -> stored, and typed views decode."""
+
+from __future__ import annotations
+
+import io
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from runtime.session import (
+    FORMAT_VERSION,
+    CountingIds,
+    OpaqueEvent,
+    SessionInfo,
+    StoredEvent,
+    TurnStart,
+    TurnStartData,
+    core_event_types,
+    read_jsonl,
+    write_jsonl,
+)
+from runtime.session._store import _event, event_row
+from tests.strategies import TurnSpec, turn_events, turn_specs
+
+
+def test_every_core_type_of_the_architecture_has_a_tagged_struct() -> None:
+    assert core_event_types() == {
+        "turn/start",
+        "turn/end",
+        "step/start",
+        "step/end",
+        "user/message",
+        "assistant/chunk",
+        "assistant/message",
+        "tool/call",
+        "tool/result",
+        "request/header",
+        "request/context",
+        "session/end-seed",
+        "todo/write",
+        "compaction/start",
+        "compaction/summary",
+        "compaction/end",
+        "compaction/prune",
+        "llm/retry",
+        "llm/retry-started",
+        "subagent/descriptor",
+        "session/title",
+    }
+    assert FORMAT_VERSION == 0
+
+
+@given(specs=st.lists(turn_specs, min_size=1, max_size=3), pack=st.booleans())
+def test_events_survive_sqlite_rows_and_jsonl(specs: list[TurnSpec], pack: bool) -> None:
+    stored: list[StoredEvent] = []
+    for turn, spec in enumerate(specs, 1):
+        for event in turn_events(turn, len(stored), spec):
+            stored.append(StoredEvent.from_event(event, seq=len(stored), time=len(stored) * 7))
+    for one in stored:
+        assert _event(event_row("s", one)[1:]) == one
+        view = one.view()
+        assert not isinstance(view, OpaqueEvent)
+        assert StoredEvent.from_event(view, seq=one.seq, time=one.time) == one
+    info = SessionInfo(id=CountingIds().new_session_id(), created_at=0)
+    text = b"".join(write_jsonl(info, stored, pack=pack))
+    _, events = read_jsonl(io.BytesIO(text))
+    assert list(events) == stored
+
+
+def test_an_unknown_type_is_an_opaque_view() -> None:
+    event = StoredEvent(type="team/joined", seq=3, time=1, data='{"who":"x"}', ignorable=True)
+    assert event.view() == OpaqueEvent(type="team/joined", seq=3, time=1, data={"who": "x"}, ignorable=True)
+    assert not event.is_core
+
+
+def test_a_typed_event_knows_its_wire_tag() -> None:
+    stored = StoredEvent.from_event(TurnStart(data=TurnStartData(turn=1)), seq=4, time=9)
+    assert (stored.type, stored.seq, stored.time, stored.data) == ("turn/start", 4, 9, '{"turn":1}')
+    assert stored.view() == TurnStart(seq=4, time=9, data=TurnStartData(turn=1))

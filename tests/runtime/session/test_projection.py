@@ -1,0 +1,119 @@
+"""Projection: the surface fold (append, replace), the request header, todos and title."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from runtime.session import (
+    LogRuleError,
+    LogState,
+    Replace,
+    SessionStore,
+    StoredEvent,
+    import_jsonl,
+    project,
+)
+
+from .conftest import HARNESS
+
+
+def test_compaction_replace_folds_into_the_message_list(store: SessionStore) -> None:
+    session = import_jsonl(store, HARNESS / "compaction-recovery" / "session.jsonl").id
+    events = list(store.events(session))
+    projection = project(events)
+    replace = next(e for e in events if isinstance(e.surface_op, Replace))
+    assert projection.replacements == 1
+    seqs = [m.seq for m in projection.messages]
+    assert replace.seq in seqs
+    assert replace.surface_op.start not in seqs  # type: ignore[union-attr]  # a Replace
+    appended = [e.seq for e in events if e.surface_op == "append"]
+    assert set(seqs) <= {*appended, replace.seq}
+    assert projection.header is not None
+    assert projection.header.config.model == "deepseek-v4-flash"
+    assert projection.title == "Establish a durable compaction premise"
+
+
+def test_todos_and_the_latest_header_win(store: SessionStore) -> None:
+    session = import_jsonl(store, HARNESS / "todo-write" / "session.jsonl").id
+    events = list(store.events(session))
+    projection = project(events)
+    last_todos = [json.loads(e.data)["todos"] for e in events if e.type == "todo/write"][-1]
+    assert projection.todos is not None
+    assert [(t.content, t.status) for t in projection.todos] == [
+        (t["content"], t["status"]) for t in last_todos
+    ]
+    header = [json.loads(e.data)["header"] for e in events if e.type == "request/header"][-1]
+    assert json.loads(projection.header_json or "null") == header
+
+
+def test_projection_streams_from_projected_types_only(store: SessionStore) -> None:
+    from runtime.session import PROJECTED_TYPES
+
+    session = import_jsonl(store, HARNESS / "subagent-fork-in-process" / "session.jsonl").id
+    assert project(store.events(session, types=PROJECTED_TYPES)) == project(store.events(session))
+
+
+def test_an_empty_assistant_message_is_logged_but_not_projected() -> None:
+    empty = StoredEvent(
+        type="assistant/message",
+        seq=0,
+        time=0,
+        data='{"turn":1,"step":1,"message":{"role":"assistant","content":[],'
+        '"source":{"kind":"model","provider":"p","model":"m"}}}',
+        surface_op="append",
+        source_event_seqs=(),
+    )
+    LogState().feed(empty)
+    assert project([empty]).messages == ()
+
+
+def _result(seq: int, text: str, *, error: bool = False, op: object = "append") -> StoredEvent:
+    message = {
+        "role": "user",
+        "source": {"kind": "tool", "callId": "c"},
+        "content": [
+            {
+                "type": "tool-result",
+                "toolCallId": "c",
+                "isError": error,
+                "content": [{"type": "text", "text": text}],
+            }
+        ],
+    }
+    return StoredEvent(
+        type="tool/result",
+        seq=seq,
+        time=0,
+        data=json.dumps({"turn": 1, "step": 1, "message": message}),
+        surface_op=op,  # type: ignore[arg-type]  # the tests pass valid SurfaceOps
+        source_event_seqs=(seq - 1,) if op != "append" else None,
+    )
+
+
+def test_pruning_may_change_only_the_tool_result_content() -> None:
+    state = LogState()
+    state.feed(_result(0, "long output"))
+    pruned = _result(1, "[pruned]", op=Replace(start=0, end=0))
+    state.feed(pruned)
+    assert [
+        json.loads(m.json)["content"][0]["content"][0]["text"]
+        for m in project([_result(0, "x"), pruned]).messages
+    ] == ["[pruned]"]
+    with pytest.raises(LogRuleError) as changed:
+        state.feed(_result(2, "y", error=True, op=Replace(start=1, end=1)))
+    assert changed.value.rule == "surface.prune-content"
+    with pytest.raises(LogRuleError) as uncovered:
+        state.feed(
+            StoredEvent(
+                type="tool/result",
+                seq=2,
+                time=0,
+                data=_result(2, "z").data,
+                surface_op=Replace(start=1, end=1),
+                source_event_seqs=(0,),
+            )
+        )
+    assert uncovered.value.rule == "surface.replace-sources"
+    assert [n.seq for n in state.surface.nodes] == [1]  # refused events leave the fold as it was

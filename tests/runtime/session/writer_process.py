@@ -1,0 +1,46 @@
+"""A writer process for the crash and concurrency tests: appends a chunk stream to one session of a store.
+
+`python -m tests.runtime.session.writer_process DB SESSION COUNT FLUSH_EVERY` appends a turn/start, step/start and a
+prompt, then COUNT text chunks (COUNT 0 = until killed), flushing every FLUSH_EVERY chunks and printing
+`durable N` after each flush.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import anyio
+
+from runtime.session import (
+    AssistantChunk,
+    AssistantChunkData,
+    SessionStore,
+    StepData,
+    StepStart,
+    TextDelta,
+    TurnStart,
+    TurnStartData,
+    open_log,
+)
+from tests.strategies import TurnSpec, turn_events
+
+
+async def write(path: str, session: str, count: int, flush_every: int) -> None:
+    with SessionStore(path) as store:
+        async with open_log(store, session, repair=False) as log:
+            log.append(TurnStart(data=TurnStartData(turn=1)))
+            log.append(StepStart(data=StepData(turn=1, step=1)))
+            log.append(turn_events(1, 2, TurnSpec("go", (), ()))[2])
+            i = 0
+            while count == 0 or i < count:
+                chunk = TextDelta(index=0, text=f"{session}:{i}")
+                log.append(AssistantChunk(data=AssistantChunkData(turn=1, step=1, chunk=chunk)))
+                i += 1
+                if i % flush_every == 0:
+                    await log.flush()
+                    print(f"durable {log.durable_seq}", flush=True)
+
+
+if __name__ == "__main__":
+    db, session_id, total, every = sys.argv[1:5]
+    anyio.run(write, db, session_id, int(total), int(every))
