@@ -12,6 +12,7 @@ from rich.console import Console
 from runtime.kernel import DshError
 
 from .config_cmd import config_app
+from .prompt_cmd import prompt
 
 __all__ = ["app", "main"]
 
@@ -23,6 +24,7 @@ app = typer.Typer(
     add_completion=False,
 )
 app.add_typer(config_app, name="config")
+app.command("prompt")(prompt)
 
 ENTRY_POINT_GROUP = "dsh.commands"
 
