@@ -37,7 +37,9 @@ def check(
     if as_json:
         typer.echo(json.dumps({"file": str(file), "plugins": rows}))
         return
-    table = Table(title=f"{file}: {len(rows)} plugins, loaded in this order")
+    console = Console()
+    console.print(f"{file}: {len(rows)} plugins, loaded in this order", highlight=False, soft_wrap=True)
+    table = Table()
     for column in ("#", "id", "use", "provides", "needs"):
         table.add_column(column)
     for index, row in enumerate(rows, 1):
@@ -48,4 +50,4 @@ def check(
             ", ".join(row["provides"]) or "-",
             ", ".join(row["needs"]) or "-",
         )
-    Console().print(table)
+    console.print(table)

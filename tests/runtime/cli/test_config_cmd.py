@@ -1,0 +1,55 @@
+"""`dsh config check`, run as a user runs it: through the console script's entry function."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+SAMPLES = "tests.runtime.kernel.sample_plugins"
+
+
+def dsh(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", "from runtime.cli import main; main()", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=cwd,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(Path(__file__).parents[3]), "COLUMNS": "200"},
+    )
+
+
+def test_check_lists_plugins_in_order(tmp_path: Path) -> None:
+    path = tmp_path / "d.yml"
+    path.write_text(
+        f"plugins:\n  - id: hello\n    use: {SAMPLES}:greeter\n    config: {{greeting: hi}}\n"
+        f"  - id: user\n    use: {SAMPLES}\n"
+    )
+    result = dsh("config", "check", str(path), "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["plugins"] == [
+        {"id": "hello", "use": f"{SAMPLES}:greeter", "provides": ["greeter"], "needs": []},
+        {"id": "user", "use": SAMPLES, "provides": [], "needs": ["greeter"]},
+    ]
+    table = dsh("config", "check", str(path))
+    assert table.returncode == 0
+    assert "2 plugins, loaded in this order" in table.stdout
+    assert "greeter-user" not in table.stdout  # ids are shown, not plugin names
+    assert "│ 2 │ user" in table.stdout
+
+
+def test_check_reports_a_bad_file_and_exits_2(tmp_path: Path) -> None:
+    path = tmp_path / "d.yml"
+    path.write_text(f"plugins:\n  - id: hello\n    use: {SAMPLES}:greeter\n    config: {{greeting: 3}}\n")
+    result = dsh("config", "check", str(path))
+    assert result.returncode == 2
+    assert 'plugin "hello", at `$.config.greeting`: Expected `str`, got `int`' in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_help_works() -> None:
+    result = dsh("--help")
+    assert result.returncode == 0
+    assert "config" in result.stdout
