@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 from runtime.kernel.errors import PromptRenderError
 
-from ._types import AssembledText, PromptAssembly
+from ._types import PromptAssembly
 
 __all__ = [
     "CONTEXT_SNAPSHOT_HEADER",
@@ -37,13 +37,14 @@ _EXCERPT = 16
 def interpolate(text: str, variables: Mapping[str, str | None], *, section: str) -> str:
     """Replace every `{{name}}` in `text` with its value; raise `PromptRenderError` naming `section` on the first
     unknown, valueless, malformed or unbalanced reference from the left. Values are never re-scanned."""
-    return _interpolate(text, variables, name=section, where=f'section "{section}"')
+    return _interpolate(text, variables, name=section, kind="section")
 
 
-def _interpolate(text: str, variables: Mapping[str, str | None], *, name: str, where: str) -> str:
+def _interpolate(text: str, variables: Mapping[str, str | None], *, name: str, kind: str) -> str:
     opener = text.find("{{")
     if opener < 0:
         return text
+    where = f'{kind} "{name}"'
     parts: list[str] = []
     last = 0
     while opener >= 0:
@@ -95,7 +96,7 @@ def render_prompt(assembly: PromptAssembly) -> str:
     rendered = [
         text
         for section in assembly.sections
-        if (text := _interpolate(section.text, assembly.variables, name=section.name, where=_where(section)))
+        if (text := _interpolate(section.text, assembly.variables, name=section.name, kind="section"))
     ]
     return "\n\n".join(rendered)
 
@@ -106,11 +107,7 @@ def render_context_sections(assembly: PromptAssembly) -> list[str]:
     return [
         text
         for context in assembly.contexts
-        if (
-            text := _interpolate(
-                context.text, assembly.variables, name=context.name, where=f'context "{context.name}"'
-            )
-        )
+        if (text := _interpolate(context.text, assembly.variables, name=context.name, kind="context"))
     ]
 
 
@@ -120,7 +117,3 @@ def render_context_snapshot(assembly: PromptAssembly) -> str:
     if not texts:
         return ""
     return "\n\n".join([CONTEXT_SNAPSHOT_HEADER, *texts])
-
-
-def _where(section: AssembledText) -> str:
-    return f'section "{section.name}"'

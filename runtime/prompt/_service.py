@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 from runtime.kernel import Context, Disposer, Scope, ServiceKey
 from runtime.kernel.errors import PromptError
 
@@ -279,19 +281,18 @@ class SystemPrompt:
                 )
             variables[name] = value
 
-        schemas: list[ToolSchema] = []
+        collected: list[ToolSchema] = []
         known: list[str] = []
         for tool_provider in tool_providers:
             tool_set = tool_provider(context)
             if not isinstance(tool_set, ToolSet):
                 raise TypeError(f"a tool provider returned {type(tool_set).__name__}, not ToolSet")
-            for schema in tool_set.schemas:
-                schemas.append(ToolSchema(schema.name, schema.description, _copy_json(schema.parameters)))
-            known.extend(
-                tool_set.known_names
-                if tool_set.known_names is not None
-                else (s.name for s in tool_set.schemas)
-            )
+            collected.extend(tool_set.schemas)
+            if tool_set.known_names is None:
+                known.extend(schema.name for schema in tool_set.schemas)
+            else:
+                known.extend(tool_set.known_names)
+        schemas = _copy_schemas(collected)
 
         ordered = sorted(sections.values(), key=_order)
         complete_names = tuple(section.name for section in ordered if section.complete)
@@ -367,13 +368,16 @@ def _json_quote(name: str) -> str:
     return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def _copy_json(value: Any) -> Any:
-    """A deep copy of a JSON-shaped value (dicts, lists, scalars): the assembly never shares the providers' objects."""
-    if isinstance(value, dict):
-        return {key: _copy_json(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_copy_json(item) for item in value]
-    return value
+_SCHEMA_ENCODER = msgspec.msgpack.Encoder()
+_SCHEMA_DECODER = msgspec.msgpack.Decoder(list[ToolSchema])
+
+
+def _copy_schemas(schemas: list[ToolSchema]) -> list[ToolSchema]:
+    """Fresh copies (parameters deep-copied) of the providers' schemas, in one msgspec round trip: the assembly never
+    shares the providers' objects, and parameters that are not JSON-shaped fail here, loudly."""
+    if not schemas:
+        return []
+    return _SCHEMA_DECODER.decode(_SCHEMA_ENCODER.encode(schemas))
 
 
 def _remove_identical(items: list[Any], entry: object) -> None:
