@@ -377,7 +377,11 @@ def _copy_schemas(schemas: list[ToolSchema]) -> list[ToolSchema]:
     shares the providers' objects, and parameters that are not JSON-shaped fail here, loudly."""
     if not schemas:
         return []
-    return _SCHEMA_DECODER.decode(_SCHEMA_ENCODER.encode(schemas))
+    try:
+        return _SCHEMA_DECODER.decode(_SCHEMA_ENCODER.encode(schemas))
+    except (TypeError, msgspec.MsgspecError) as error:
+        names = ", ".join(schema.name for schema in schemas)
+        raise TypeError(f"tool schemas must be JSON-shaped ({error}); tools: {names}") from error
 
 
 def _remove_identical(items: list[Any], entry: object) -> None:

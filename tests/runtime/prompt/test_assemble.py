@@ -538,3 +538,9 @@ async def test_each_assembly_is_fresh(sp: SystemPrompt) -> None:
     second = await sp.assemble()
     assert names(second) == ["harness:identity", PERSONA_SECTION]
     assert second.variables == {}
+
+
+async def test_tool_parameters_that_are_not_json_shaped_fail_loudly(sp: SystemPrompt) -> None:
+    sp.tools(provider(ToolSchema("odd", "Odd.", {"type": "object", "default": object()})))
+    with pytest.raises(TypeError, match=r"tool schemas must be JSON-shaped \(.*\); tools: odd"):
+        await sp.assemble()
