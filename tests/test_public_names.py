@@ -6,7 +6,14 @@ import importlib
 
 import pytest
 
-PACKAGES = ["runtime.kernel", "runtime.cli", "runtime.tools", "plugins.tool_bash", "plugins.tool_web"]
+PACKAGES = [
+    "runtime.kernel",
+    "runtime.cli",
+    "runtime.prompt",
+    "runtime.tools",
+    "plugins.tool_bash",
+    "plugins.tool_web",
+]
 
 
 @pytest.mark.parametrize("name", PACKAGES)

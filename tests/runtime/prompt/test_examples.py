@@ -13,7 +13,7 @@ from syrupy.assertion import SnapshotAssertion
 from typer.testing import CliRunner
 
 from runtime.cli import app, main
-from runtime.kernel import ConfigError, Context, load_deployment, load_deployment_into
+from runtime.kernel import ConfigError, Context, ServiceNotFoundError, load_deployment, load_deployment_into
 from runtime.prompt import SYSTEM_PROMPT, AssembleContext, PromptRenderError, render_prompt
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
@@ -106,3 +106,17 @@ def test_dsh_prompt_with_a_missing_file_is_a_config_error(tmp_path: Path) -> Non
     result = runner.invoke(app, ["prompt", "--config", str(tmp_path / "missing.yml")])
     assert isinstance(result.exception, ConfigError)
     assert "cannot read the deployment file" in str(result.exception)
+
+
+def test_dsh_prompt_output_golden(snapshot: SnapshotAssertion) -> None:
+    result = runner.invoke(app, ["prompt", "--config", str(ACP), "--cwd", "/workspace/project"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == snapshot
+
+
+def test_dsh_prompt_needs_the_prompt_plugin(tmp_path: Path) -> None:
+    bare = tmp_path / "bare.yml"
+    bare.write_text("model: m\nplugins: []\n", encoding="utf-8")
+    result = runner.invoke(app, ["prompt", "--config", str(bare)])
+    assert isinstance(result.exception, ServiceNotFoundError)
+    assert str(result.exception).startswith('no service "system-prompt" is provided here')

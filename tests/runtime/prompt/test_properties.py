@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import anyio
 from hypothesis import given
@@ -23,47 +22,7 @@ from runtime.prompt import (
     render_context_snapshot,
     render_prompt,
 )
-
-
-@dataclass(frozen=True)
-class Contribution:
-    """What one independent plugin registers: uniquely named entries, at orders no other plugin uses."""
-
-    sections: tuple[tuple[str, float, str], ...]
-    contexts: tuple[tuple[str, float, str], ...]
-    variables: tuple[tuple[str, str | None], ...]
-    tools: tuple[str, ...]
-
-
-@st.composite
-def contributions(draw: st.DrawFn) -> list[Contribution]:
-    count = draw(st.integers(min_value=1, max_value=5))
-    entries = draw(st.integers(min_value=count, max_value=count * 4))
-    # Unique orders, away from the built-ins' -100 and 0: ties would (rightly) keep registration order.
-    orders = draw(
-        st.lists(
-            st.integers(-10_000, 10_000).filter(lambda o: o not in (-100, 0)),
-            unique=True,
-            min_size=entries,
-            max_size=entries,
-        )
-    )
-    tool_names = draw(
-        st.lists(st.from_regex(r"[a-z_]{1,8}", fullmatch=True), unique=True, max_size=count * 3)
-    )
-    text = st.text(alphabet=st.characters(blacklist_characters="{}"), max_size=20)
-    result = []
-    for index in range(count):
-        mine = range(index, entries, count)
-        result.append(
-            Contribution(
-                sections=tuple((f"s{i}", orders[i] / 4, draw(text)) for i in mine if i % 2 == 0),
-                contexts=tuple((f"c{i}", orders[i] / 4, draw(text)) for i in mine if i % 2 == 1),
-                variables=tuple((f"v{i}", draw(text | st.none())) for i in mine),
-                tools=tuple(tool_names[index::count]),
-            )
-        )
-    return result
+from tests.strategies import PromptContribution, prompt_contributions
 
 
 def constant(value: str | None) -> Callable[[AssembleContext], str | None]:
@@ -74,7 +33,7 @@ def constant_text(value: str) -> Callable[[AssembleContext], str]:
     return lambda context: value
 
 
-def as_plugin(index: int, contribution: Contribution) -> Plugin[NoConfig]:
+def as_plugin(index: int, contribution: PromptContribution) -> Plugin[NoConfig]:
     def apply(ctx: Context, config: NoConfig) -> None:
         sp = ctx.get(SYSTEM_PROMPT)
         for name, order, text in contribution.sections:
@@ -89,7 +48,9 @@ def as_plugin(index: int, contribution: Contribution) -> Plugin[NoConfig]:
     return Plugin(name=f"contribution-{index}", apply=apply)
 
 
-def assemble_with(contributions: list[Contribution], order: list[int]) -> tuple[PromptAssembly, str, str]:
+def assemble_with(
+    contributions: list[PromptContribution], order: list[int]
+) -> tuple[PromptAssembly, str, str]:
     ctx = Context()
     ctx.plugin(plugin, {"persona": "persona"})
     for index in order:
@@ -99,9 +60,9 @@ def assemble_with(contributions: list[Contribution], order: list[int]) -> tuple[
     return assembly, render_prompt(assembly), render_context_snapshot(assembly)
 
 
-@given(data=st.data(), plugins=contributions())
+@given(data=st.data(), plugins=prompt_contributions())
 def test_assembly_does_not_depend_on_the_registration_order_of_independent_plugins(
-    data: st.DataObject, plugins: list[Contribution]
+    data: st.DataObject, plugins: list[PromptContribution]
 ) -> None:
     indices = list(range(len(plugins)))
     shuffled = data.draw(st.permutations(indices))
@@ -110,8 +71,8 @@ def test_assembly_does_not_depend_on_the_registration_order_of_independent_plugi
     assert first == second
 
 
-@given(plugins=contributions(), facts=st.dictionaries(st.sampled_from(["model", "cwd"]), st.text()))
-def test_assemble_is_pure(plugins: list[Contribution], facts: dict[str, str]) -> None:
+@given(plugins=prompt_contributions(), facts=st.dictionaries(st.sampled_from(["model", "cwd"]), st.text()))
+def test_assemble_is_pure(plugins: list[PromptContribution], facts: dict[str, str]) -> None:
     ctx = Context()
     ctx.plugin(plugin, {"persona": "on {{model}}"})
     for index, contribution in enumerate(plugins):
