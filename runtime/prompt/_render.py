@@ -41,6 +41,8 @@ def interpolate(text: str, variables: Mapping[str, str | None], *, section: str)
 
 
 def _interpolate(text: str, variables: Mapping[str, str | None], *, name: str, kind: str) -> str:
+    if not isinstance(text, str):
+        raise TypeError(f'{kind} "{name}" text must be a string, got {type(text).__name__}')
     opener = text.find("{{")
     if opener < 0:
         return text

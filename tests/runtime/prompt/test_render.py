@@ -230,3 +230,10 @@ def test_values_come_out_verbatim_never_rescanned(
 def test_a_value_holding_a_reference_comes_out_verbatim(value: str, name: str) -> None:
     variables: dict[str, str | None] = {name: f"{{{{{name}}}}}{value}{{{{nope}}}}"}
     assert interpolate(f"<{{{{{name}}}}}>", variables, section="s") == f"<{{{{{name}}}}}{value}{{{{nope}}}}>"
+
+
+def test_a_section_text_that_is_not_a_string_is_a_type_error() -> None:
+    # A waterfall listener can put anything into an assembly; the renderer says which section is wrong.
+    broken = PromptAssembly(sections=[AssembledText("tool:x", None)])  # type: ignore[arg-type]  # the point
+    with pytest.raises(TypeError, match='section "tool:x" text must be a string, got NoneType'):
+        render_prompt(broken)
