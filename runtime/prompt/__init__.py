@@ -25,6 +25,7 @@ from ._render import render_context_sections as render_context_sections
 from ._render import render_context_snapshot as render_context_snapshot
 from ._render import render_prompt as render_prompt
 from ._service import SYSTEM_PROMPT as SYSTEM_PROMPT
+from ._service import LayerSnapshot as LayerSnapshot
 from ._service import SystemPrompt as SystemPrompt
 from ._tool_order import TOOL_ORDER_REST as TOOL_ORDER_REST
 from ._types import AssembleContext as AssembleContext
@@ -53,6 +54,7 @@ __all__ = [
     "CompleteSectionConflictError",
     "DuplicatePromptNameError",
     "InvalidVariableNameError",
+    "LayerSnapshot",
     "NonFiniteOrderError",
     "PromptAssembly",
     "PromptAssemblyError",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 import msgspec
 
@@ -40,7 +40,18 @@ from ._types import (
     VariableProvider,
 )
 
-__all__ = ["SYSTEM_PROMPT", "SystemPrompt"]
+__all__ = ["SYSTEM_PROMPT", "LayerSnapshot", "SystemPrompt"]
+
+
+class LayerSnapshot(TypedDict):
+    """One layer as `SystemPrompt.describe()` shows it: (name, order, complete) sections, (name, order) contexts,
+    variable names, and how many tool providers and suppressors it holds."""
+
+    sections: list[tuple[str, float, bool]]
+    contexts: list[tuple[str, float]]
+    variables: list[str]
+    tools: int
+    suppressors: int
 
 
 @dataclass(eq=False)
@@ -237,18 +248,24 @@ class SystemPrompt:
 
     # -- inspection ----------------------------------------------------------------------------------------
 
-    def describe(self) -> dict[str, dict[str, object]]:
-        """A plain snapshot of every layer (keyed by scope path, `""` for global), for diagnostics and tests."""
-        return {
-            scope.path if scope is not None else "": {
-                "sections": [(s.name, s.order, s.complete) for s in layer.sections.values()],
-                "contexts": [(c.name, c.order) for c in layer.contexts.values()],
-                "variables": list(layer.variables),
-                "tools": len(layer.tools),
-                "suppressors": len(layer.suppressors),
-            }
-            for scope, layer in self._registry.layers.items()
-        }
+    def describe(self) -> dict[str, LayerSnapshot]:
+        """A plain snapshot of every layer, keyed by scope path (`""` for global; `path#2`... for distinct live
+        scopes that share a path), for diagnostics and tests."""
+        snapshot: dict[str, LayerSnapshot] = {}
+        for scope, layer in self._registry.layers.items():
+            key = base = scope.path if scope is not None else ""
+            count = 1
+            while key in snapshot:
+                count += 1
+                key = f"{base}#{count}"
+            snapshot[key] = LayerSnapshot(
+                sections=[(s.name, s.order, s.complete) for s in layer.sections.values()],
+                contexts=[(c.name, c.order) for c in layer.contexts.values()],
+                variables=list(layer.variables),
+                tools=len(layer.tools),
+                suppressors=len(layer.suppressors),
+            )
+        return snapshot
 
     # -- assembly ------------------------------------------------------------------------------------------
 

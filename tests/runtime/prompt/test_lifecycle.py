@@ -127,8 +127,8 @@ class PromptLifecycle(RuleBasedStateMachine):
             if layer is None:
                 assert (sections, variables, tools) == ([], [], 0), where
                 continue
-            assert sorted(name for name, _, _ in layer["sections"]) == sections  # type: ignore[attr-defined]
-            assert sorted(layer["variables"]) == variables  # type: ignore[call-overload]
+            assert sorted(name for name, _, _ in layer["sections"]) == sections
+            assert sorted(layer["variables"]) == variables
             assert layer["tools"] == tools
 
     @invariant()

@@ -216,7 +216,7 @@ def test_a_change_listener_that_raises_is_contained_and_reported() -> None:
     ctx.on(CHANGE, broken)
     sp = ctx.get(SYSTEM_PROMPT)
     sp.section(PromptSection("kept", 1, "x"))
-    assert ("kept", 1, False) in sp.describe()[""]["sections"]  # type: ignore[operator]  # a list of tuples
+    assert ("kept", 1, False) in sp.describe()[""]["sections"]
     assert [(f.event, type(f.error)) for f in failures] == [("system-prompt/change", RuntimeError)]
 
 
@@ -305,3 +305,10 @@ def test_the_same_tool_provider_twice_gives_two_entries(sp: SystemPrompt) -> Non
     assert sp.describe()[""]["tools"] == 2
     first()
     assert sp.describe()[""]["tools"] == 1
+
+
+def test_describe_keeps_two_live_scopes_with_one_path_apart(ctx: Context) -> None:
+    ctx.scoped("agent").get(SYSTEM_PROMPT).section(PromptSection("x", 1, "first"))
+    ctx.scoped("agent").get(SYSTEM_PROMPT).section(PromptSection("x", 1, "second"))
+    described = ctx.get(SYSTEM_PROMPT).describe()
+    assert set(described) == {"", "agent", "agent#2"}
