@@ -12,6 +12,7 @@ from rich.console import Console
 from runtime.kernel import DshError
 
 from .config_cmd import config_app
+from .prompt_cmd import prompt
 from .sessions_cmd import sessions_app
 
 __all__ = ["app", "main"]
@@ -25,6 +26,7 @@ app = typer.Typer(
 )
 app.add_typer(config_app, name="config")
 app.add_typer(sessions_app, name="sessions")
+app.command("prompt")(prompt)
 
 ENTRY_POINT_GROUP = "dsh.commands"
 

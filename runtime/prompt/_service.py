@@ -1,0 +1,424 @@
+"""The `SystemPrompt` service: the layered registries of sections, contexts, variables, tool providers and
+runtime-context suppressors, and `assemble()` (spec/prompt-and-subagents.md §1.2-§1.7, §1.9).
+
+One `_Registry` holds the layers (global, and one per scope, created lazily and dropped when empty). Callers get a
+`SystemPrompt` view bound to their own context (`bind_context`), so each registration lands in the caller's layer
+and its disposer on the caller's plugin or scope.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypedDict
+
+import msgspec
+
+from runtime.kernel import Context, Disposer, Scope, ServiceKey
+from runtime.kernel.errors import PromptError
+
+from ._errors import (
+    CompleteSectionConflictError,
+    DuplicatePromptNameError,
+    InvalidVariableNameError,
+    NonFiniteOrderError,
+)
+from ._events import ASSEMBLE, CHANGE, ChangeKind, PromptChange
+from ._render import VARIABLE_NAME
+from ._tool_order import order_tools
+from ._types import (
+    AssembleContext,
+    AssembledText,
+    PromptAssembly,
+    PromptContext,
+    PromptSection,
+    TextProvider,
+    ToolProvider,
+    ToolSchema,
+    ToolSet,
+    VariableProvider,
+)
+
+__all__ = ["SYSTEM_PROMPT", "LayerSnapshot", "SystemPrompt"]
+
+
+class LayerSnapshot(TypedDict):
+    """One layer as `SystemPrompt.describe()` shows it: (name, order, complete) sections, (name, order) contexts,
+    variable names, and how many tool providers and suppressors it holds."""
+
+    sections: list[tuple[str, float, bool]]
+    contexts: list[tuple[str, float]]
+    variables: list[str]
+    tools: int
+    suppressors: int
+
+
+@dataclass(eq=False)
+class _ToolEntry:
+    """One `tools()` registration; compared by identity, so one provider registered twice gives two entries."""
+
+    provider: ToolProvider
+
+
+@dataclass(eq=False)
+class _Suppressor:
+    """One `suppress_runtime_context()` registration."""
+
+
+@dataclass(eq=False)
+class _Layer:
+    """The registrations of one layer (the global one, or one scope's)."""
+
+    sections: dict[str, PromptSection] = field(default_factory=dict)
+    contexts: dict[str, PromptContext] = field(default_factory=dict)
+    variables: dict[str, VariableProvider] = field(default_factory=dict)
+    tools: list[_ToolEntry] = field(default_factory=list)
+    suppressors: list[_Suppressor] = field(default_factory=list)
+
+    def empty(self) -> bool:
+        return not (self.sections or self.contexts or self.variables or self.tools or self.suppressors)
+
+
+class _Registry:
+    """The state shared by every view of one SystemPrompt service."""
+
+    def __init__(self, home: Context, tool_order: Sequence[str] | None) -> None:
+        self.home = home
+        self.tool_order = tuple(tool_order) if tool_order is not None else None
+        self.layers: dict[Scope | None, _Layer] = {}
+
+    def layer(self, scope: Scope | None) -> _Layer:
+        layer = self.layers.get(scope)
+        if layer is None:
+            layer = self.layers[scope] = _Layer()
+        return layer
+
+    def prune(self, scope: Scope | None, layer: _Layer) -> None:
+        if layer.empty() and self.layers.get(scope) is layer:
+            del self.layers[scope]
+
+    def chain(self, scope: Scope | None) -> list[_Layer]:
+        """The layers an assembly for `scope` merges: global first, then the scope chain farthest to nearest."""
+        scopes: list[Scope | None] = [None]
+        if scope is not None:
+            scopes.extend(reversed(list(scope.chain())))
+        return [layer for s in scopes if (layer := self.layers.get(s)) is not None]
+
+
+class SystemPrompt:
+    """The system-prompt registry as one context sees it: `ctx.get(SYSTEM_PROMPT)`.
+
+    Registrations land in the layer of the bound context (global, or its scope) and are undone when that context's
+    owner (plugin or scope) is disposed, or when the returned disposer is called.
+    """
+
+    __slots__ = ("_ctx", "_registry")
+
+    def __init__(self, registry: _Registry, ctx: Context) -> None:
+        self._registry = registry
+        self._ctx = ctx
+
+    def bind_context(self, ctx: Context) -> SystemPrompt:
+        """This service as `ctx` sees it (the kernel calls this on every `ctx.get(SYSTEM_PROMPT)`)."""
+        return SystemPrompt(self._registry, ctx)
+
+    # -- registration --------------------------------------------------------------------------------------
+
+    def section(self, section: PromptSection) -> Disposer:
+        """Register a section in this context's layer; a name already there is refused."""
+        _check_entry("section", section.name, section.order, section.text)
+        self._check_free("section", section.name, lambda layer: layer.sections)
+
+        def add(layer: _Layer) -> None:
+            layer.sections[section.name] = section
+
+        def remove(layer: _Layer) -> None:
+            if layer.sections.get(section.name) is section:
+                del layer.sections[section.name]
+
+        return self._commit("section", section.name, add, remove)
+
+    def context(self, context: PromptContext) -> Disposer:
+        """Register a runtime-context contribution (sent as a user-role snapshot, never in the system prompt)."""
+        _check_entry("context", context.name, context.order, context.text)
+        self._check_free("context", context.name, lambda layer: layer.contexts)
+
+        def add(layer: _Layer) -> None:
+            layer.contexts[context.name] = context
+
+        def remove(layer: _Layer) -> None:
+            if layer.contexts.get(context.name) is context:
+                del layer.contexts[context.name]
+
+        return self._commit("context", context.name, add, remove)
+
+    def variable(self, name: str, provider: VariableProvider) -> Disposer:
+        """Register `{{name}}`: `provider(context)` gives its value per assembly, or `None` for no value."""
+        if not isinstance(name, str) or VARIABLE_NAME.fullmatch(name) is None:
+            raise InvalidVariableNameError(
+                f'invalid prompt variable name "{name}" (must match /^[a-z][a-z0-9_]*$/)',
+                kind="variable",
+                name=name,
+            )
+        if not callable(provider):
+            raise TypeError(
+                f'prompt variable "{name}" provider must be callable, got {type(provider).__name__}'
+            )
+        self._check_free("variable", name, lambda layer: layer.variables)
+
+        def add(layer: _Layer) -> None:
+            layer.variables[name] = provider
+
+        def remove(layer: _Layer) -> None:
+            if layer.variables.get(name) is provider:
+                del layer.variables[name]
+
+        return self._commit("variable", name, add, remove)
+
+    def tools(self, provider: ToolProvider) -> Disposer:
+        """Register a tool provider; every provider of the global layer and the scope chain contributes."""
+        if not callable(provider):
+            raise TypeError(f"a tool provider must be callable, got {type(provider).__name__}")
+        entry = _ToolEntry(provider)
+
+        def add(layer: _Layer) -> None:
+            layer.tools.append(entry)
+
+        def remove(layer: _Layer) -> None:
+            _remove_identical(layer.tools, entry)
+
+        return self._commit("tools", None, add, remove)
+
+    def suppress_runtime_context(self) -> Disposer:
+        """Suppress runtime contexts while this (or any other) suppressor exists in the global layer or the chain."""
+        entry = _Suppressor()
+
+        def add(layer: _Layer) -> None:
+            layer.suppressors.append(entry)
+
+        def remove(layer: _Layer) -> None:
+            _remove_identical(layer.suppressors, entry)
+
+        return self._commit("suppress-runtime-context", None, add, remove)
+
+    def _check_free(self, kind: str, name: str, entries: Callable[[_Layer], dict[str, Any]]) -> None:
+        layer = self._registry.layers.get(self._ctx.scope)
+        if layer is None or name not in entries(layer):
+            return
+        label = f'prompt {kind} "{name}" is already registered'
+        if self._ctx.scope is not None:
+            message = f"{label} in this scope"
+        else:
+            message = (
+                f"{label} (for a per-agent override, register through that agent's scoped context instead)"
+            )
+        raise DuplicatePromptNameError(message, kind=kind, name=name)
+
+    def _commit(
+        self,
+        kind: ChangeKind,
+        name: str | None,
+        add: Callable[[_Layer], None],
+        remove: Callable[[_Layer], None],
+    ) -> Disposer:
+        """Add to this context's layer with its undo recorded first, then announce it; if announcing fails, the
+        registration is rolled back and the error raised."""
+        registry, ctx, scope = self._registry, self._ctx, self._ctx.scope
+        added: _Layer | None = None
+
+        def undo() -> None:
+            nonlocal added
+            layer, added = added, None
+            if layer is None:
+                return
+            remove(layer)
+            registry.prune(scope, layer)
+            _announce(ctx, PromptChange(kind, name, scope, registered=False))
+
+        disposer = ctx.effect(undo)  # raises for a disposed context, before anything is added
+        added = registry.layer(scope)
+        add(added)
+        try:
+            _announce(ctx, PromptChange(kind, name, scope, registered=True))
+        except BaseException:
+            disposer()
+            raise
+        return disposer
+
+    # -- inspection ----------------------------------------------------------------------------------------
+
+    def describe(self) -> dict[str, LayerSnapshot]:
+        """A plain snapshot of every layer, keyed by scope path (`""` for global; `path#2`... for distinct live
+        scopes that share a path), for diagnostics and tests."""
+        snapshot: dict[str, LayerSnapshot] = {}
+        for scope, layer in self._registry.layers.items():
+            key = base = scope.path if scope is not None else ""
+            count = 1
+            while key in snapshot:
+                count += 1
+                key = f"{base}#{count}"
+            snapshot[key] = LayerSnapshot(
+                sections=[(s.name, s.order, s.complete) for s in layer.sections.values()],
+                contexts=[(c.name, c.order) for c in layer.contexts.values()],
+                variables=list(layer.variables),
+                tools=len(layer.tools),
+                suppressors=len(layer.suppressors),
+            )
+        return snapshot
+
+    # -- assembly ------------------------------------------------------------------------------------------
+
+    async def assemble(self, context: AssembleContext | None = None) -> PromptAssembly:
+        """Resolve the registries for `context` (its scope's layers over the global one) into a fresh assembly,
+        run the `system-prompt/assemble` waterfall through `context.ctx`, then re-apply the complete-section and
+        suppression rules. Pure: it calls providers and listeners and nothing else."""
+        context = AssembleContext() if context is None else context
+        registry = self._registry
+        layers = registry.chain(context.scope)
+        suppressed = any(layer.suppressors for layer in layers)
+
+        # Merge by name: the nearest layer wins, keeping the position of the entry it shadows.
+        variable_providers: dict[str, VariableProvider] = {}
+        sections: dict[str, PromptSection] = {}
+        contexts: dict[str, PromptContext] = {}
+        tool_providers: list[ToolProvider] = []
+        for layer in layers:
+            variable_providers.update(layer.variables)
+            sections.update(layer.sections)
+            contexts.update(layer.contexts)
+            tool_providers.extend(entry.provider for entry in layer.tools)
+
+        variables: dict[str, str | None] = {}
+        for name, provider in variable_providers.items():
+            value = provider(context)
+            if value is not None and not isinstance(value, str):
+                raise TypeError(
+                    f'prompt variable "{name}" provider returned {type(value).__name__}, not str or None'
+                )
+            variables[name] = value
+
+        collected: list[ToolSchema] = []
+        known: list[str] = []
+        for tool_provider in tool_providers:
+            tool_set = tool_provider(context)
+            if not isinstance(tool_set, ToolSet):
+                raise TypeError(f"a tool provider returned {type(tool_set).__name__}, not ToolSet")
+            collected.extend(tool_set.schemas)
+            if tool_set.known_names is None:
+                known.extend(schema.name for schema in tool_set.schemas)
+            else:
+                known.extend(tool_set.known_names)
+        schemas = _copy_schemas(collected)
+
+        ordered = sorted(sections.values(), key=_order)
+        complete_names = tuple(section.name for section in ordered if section.complete)
+        if len(complete_names) > 1:
+            quoted = ", ".join(_json_quote(name) for name in complete_names)
+            raise CompleteSectionConflictError(
+                f"multiple complete prompt sections are active: {quoted}", names=complete_names
+            )
+        resolved = [
+            AssembledText(section.name, _resolve(section.text, context, "section", section.name))
+            for section in ordered
+        ]
+        complete = next(
+            (text for text in resolved if complete_names and text.name == complete_names[0]), None
+        )
+
+        runtime_contexts: list[AssembledText] = []
+        if not suppressed:
+            runtime_contexts = [
+                AssembledText(item.name, _resolve(item.text, context, "context", item.name))
+                for item in sorted(contexts.values(), key=_order)
+            ]
+
+        tools = order_tools(schemas, known, registry.tool_order)
+        assembly = PromptAssembly(
+            sections=resolved, contexts=runtime_contexts, tools=tools, variables=variables
+        )
+
+        via = context.ctx if context.ctx is not None else registry.home
+        result = await via.waterfall(ASSEMBLE, assembly, context)
+        if not isinstance(result, PromptAssembly):
+            raise TypeError(
+                f'the "{ASSEMBLE.name}" waterfall returned {type(result).__name__}, not PromptAssembly'
+            )
+        if complete is not None:
+            result.sections = [complete]
+        if suppressed:
+            result.contexts = []
+        return result
+
+
+SYSTEM_PROMPT = ServiceKey[SystemPrompt]("system-prompt")
+"""The prompt service; `ctx.get(SYSTEM_PROMPT)` is bound to `ctx` (registrations land in its layer)."""
+
+
+def _check_entry(kind: str, name: str, order: float, text: object) -> None:
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"a prompt {kind} name must be a non-empty string, got {name!r}")
+    if isinstance(order, bool) or not isinstance(order, int | float) or not math.isfinite(order):
+        raise NonFiniteOrderError(
+            f'prompt {kind} "{name}" order must be a finite number', kind=kind, name=name
+        )
+    if not (isinstance(text, str) or callable(text)):
+        raise TypeError(
+            f'prompt {kind} "{name}" text must be a string or a callable, got {type(text).__name__}'
+        )
+
+
+def _resolve(text: str | TextProvider, context: AssembleContext, kind: str, name: str) -> str:
+    if isinstance(text, str):
+        return text
+    value = text(context)
+    if not isinstance(value, str):
+        raise TypeError(f'prompt {kind} "{name}" text provider returned {type(value).__name__}, not str')
+    return value
+
+
+def _order(entry: PromptSection | PromptContext) -> float:
+    return entry.order
+
+
+def _json_quote(name: str) -> str:
+    return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+_SCHEMA_ENCODER = msgspec.msgpack.Encoder()
+_SCHEMA_DECODER = msgspec.msgpack.Decoder(list[ToolSchema])
+
+
+def _copy_schemas(schemas: list[ToolSchema]) -> list[ToolSchema]:
+    """Fresh copies (parameters deep-copied) of the providers' schemas, in one msgspec round trip: the assembly never
+    shares the providers' objects, and parameters that are not JSON-shaped fail here, loudly."""
+    if not schemas:
+        return []
+    try:
+        return _SCHEMA_DECODER.decode(_SCHEMA_ENCODER.encode(schemas))
+    except (TypeError, msgspec.MsgspecError) as error:
+        names = ", ".join(schema.name for schema in schemas)
+        raise TypeError(f"tool schemas must be JSON-shaped ({error}); tools: {names}") from error
+
+
+def _remove_identical(items: list[Any], entry: object) -> None:
+    for index, item in enumerate(items):
+        if item is entry:
+            del items[index]
+            return
+
+
+def _announce(ctx: Context, change: PromptChange) -> None:
+    """Emit `system-prompt/change` synchronously: registrations are sync (plugin `apply` is), so each listener must
+    finish without suspending. The kernel's emit contains listener exceptions; a listener that suspends is closed
+    and refused here, loudly."""
+    coroutine = ctx.emit(CHANGE, change)
+    try:
+        coroutine.send(None)
+    except StopIteration:
+        return
+    coroutine.close()
+    raise PromptError(
+        f'a "{CHANGE.name}" listener suspended; change listeners run synchronously inside the registration and '
+        "must not await anything that suspends"
+    )

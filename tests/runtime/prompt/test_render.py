@@ -1,0 +1,239 @@
+"""The strict renderer, rule by rule (spec/prompt-and-subagents.md §1.10, §1.8), with the exact messages."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from runtime.kernel import DshError
+from runtime.prompt import (
+    CONTEXT_SNAPSHOT_HEADER,
+    AssembledText,
+    PromptAssembly,
+    PromptError,
+    PromptRenderError,
+    interpolate,
+    render_context_sections,
+    render_context_snapshot,
+    render_prompt,
+)
+
+VARS: dict[str, str | None] = {"model": "deepseek-v4-flash", "cwd": None}
+
+
+def render_error(text: str, variables: dict[str, str | None] = VARS, section: str = "s") -> PromptRenderError:
+    with pytest.raises(PromptRenderError) as caught:
+        interpolate(text, variables, section=section)
+    return caught.value
+
+
+def test_substitutes_a_registered_variable() -> None:
+    assert (
+        interpolate("powered by the {{model}} model", VARS, section="s")
+        == "powered by the deepseek-v4-flash model"
+    )
+
+
+def test_unknown_variable_names_the_section_and_lists_registered_variables_in_insertion_order() -> None:
+    error = render_error("powered by {{modle}}", section="deployment:persona")
+    assert str(error) == (
+        'unknown prompt variable "{{modle}}" in section "deployment:persona"; registered variables: model, cwd'
+    )
+    assert error.section == "deployment:persona"
+
+
+def test_unknown_variable_with_no_variables_says_none() -> None:
+    assert str(render_error("{{model}}", {})) == (
+        'unknown prompt variable "{{model}}" in section "s"; registered variables: (none)'
+    )
+
+
+@pytest.mark.parametrize("name", ["get", "items", "keys", "copy", "setdefault"])
+def test_lookup_is_own_keys_only_never_attributes(name: str) -> None:
+    assert str(render_error(f"{{{{{name}}}}}")).startswith(f'unknown prompt variable "{{{{{name}}}}}"')
+
+
+def test_valueless_variable_raises() -> None:
+    assert (
+        str(render_error("in {{cwd}}"))
+        == 'prompt variable "{{cwd}}" has no value for this assembly (section "s")'
+    )
+
+
+def test_valueless_variable_never_referenced_is_harmless() -> None:
+    assert interpolate("{{model}} only", VARS, section="s") == "deepseek-v4-flash only"
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["", " model", "model ", " model ", "Model", "MODEL", "1a", "_a", "a-b", "a.b", "é", "a\nb", "mödel"],
+)
+def test_malformed_name_in_a_complete_group(name: str) -> None:
+    assert str(render_error(f"x {{{{{name}}}}} y")) == (
+        f'malformed prompt variable reference "{{{{{name}}}}}" in section "s" (variable names match '
+        "/^[a-z][a-z0-9_]*$/)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "excerpt"),
+    [
+        ("{{{model}}}", "{{{model}}}"),
+        ("a {{a{b}} c", "{{a{b}} c"),
+        ("{{model}x}}", "{{model}x}}"),
+        ("see {{ this is a long run {x}} here", "{{ this is a lon"),
+    ],
+)
+def test_opener_without_a_complete_group_but_a_closer_after_it_is_malformed(text: str, excerpt: str) -> None:
+    assert str(render_error(text)) == (
+        f'malformed prompt variable reference at "{excerpt}…" in section "s" (references are complete simple '
+        "{{name}} groups)"
+    )
+
+
+def test_lone_opener_with_no_closer_after_it_is_prose() -> None:
+    assert interpolate("use {{ to open", VARS, section="s") == "use {{ to open"
+    assert interpolate("{{", {}, section="s") == "{{"
+    assert interpolate("{{{", {}, section="s") == "{{{"
+
+
+def test_lone_opener_after_a_valid_group_is_prose() -> None:
+    assert interpolate("{{model}} then {{", VARS, section="s") == "deepseek-v4-flash then {{"
+
+
+def test_closer_without_an_opener_is_prose() -> None:
+    assert interpolate("a }} b {{model}} }}", VARS, section="s") == "a }} b deepseek-v4-flash }}"
+
+
+def test_first_problem_from_the_left_is_the_one_raised() -> None:
+    assert str(render_error("{{Bad}} {{unknown}}")).startswith(
+        'malformed prompt variable reference "{{Bad}}"'
+    )
+    assert str(render_error("{{unknown}} {{Bad}}")).startswith('unknown prompt variable "{{unknown}}"')
+    assert str(render_error("{{cwd}} {{Bad}}")).startswith('prompt variable "{{cwd}}" has no value')
+
+
+def test_substituted_values_are_never_rescanned() -> None:
+    variables: dict[str, str | None] = {"a": "{{b}} and {{", "b": "B"}
+    assert interpolate("[{{a}}] {{b}}", variables, section="s") == "[{{b}} and {{] B"
+
+
+def test_a_value_that_is_not_a_string_is_a_type_error() -> None:
+    with pytest.raises(TypeError, match=r'prompt variable "\{\{n\}\}" must be a string or None, got int'):
+        interpolate("{{n}}", {"n": 3}, section="s")  # type: ignore[dict-item]  # the wrong type is the point
+
+
+def test_render_error_is_a_value_error_in_the_dsh_tree() -> None:
+    error = render_error("{{nope}}")
+    assert isinstance(error, ValueError)
+    assert isinstance(error, PromptError)
+    assert isinstance(error, DshError)
+
+
+def assembly(*sections: tuple[str, str], variables: dict[str, str | None] | None = None) -> PromptAssembly:
+    return PromptAssembly(
+        sections=[AssembledText(name, text) for name, text in sections],
+        variables=dict(VARS if variables is None else variables),
+    )
+
+
+def test_render_prompt_joins_by_a_blank_line_without_resorting() -> None:
+    rendered = render_prompt(assembly(("z", "last? no, first"), ("a", "on {{model}}")))
+    assert rendered == "last? no, first\n\non deepseek-v4-flash"
+
+
+def test_render_prompt_drops_empty_sections_and_keeps_whitespace_only_ones() -> None:
+    rendered = render_prompt(assembly(("a", "A"), ("empty", ""), ("space", " "), ("b", "B")))
+    assert rendered == "A\n\n \n\nB"
+
+
+def test_render_prompt_of_nothing_is_empty() -> None:
+    assert render_prompt(assembly()) == ""
+    assert render_prompt(assembly(("a", ""), ("b", ""))) == ""
+
+
+def test_render_prompt_interpolates_each_section_on_its_own() -> None:
+    # The "{{" of one section and the "}}" of the next never pair up.
+    assert render_prompt(assembly(("a", "open {{"), ("b", "model}} close"))) == "open {{\n\nmodel}} close"
+
+
+def test_render_prompt_names_the_failing_section() -> None:
+    with pytest.raises(PromptRenderError) as caught:
+        render_prompt(assembly(("ok", "{{model}}"), ("tool:bash", "{{cwdd}}")))
+    assert str(caught.value) == (
+        'unknown prompt variable "{{cwdd}}" in section "tool:bash"; registered variables: model, cwd'
+    )
+    assert caught.value.section == "tool:bash"
+
+
+def context_assembly(*contexts: tuple[str, str]) -> PromptAssembly:
+    return PromptAssembly(
+        contexts=[AssembledText(name, text) for name, text in contexts], variables=dict(VARS)
+    )
+
+
+def test_context_errors_say_context() -> None:
+    with pytest.raises(PromptRenderError) as caught:
+        render_context_sections(context_assembly(("sandbox", "in {{cwd}}")))
+    assert str(caught.value) == 'prompt variable "{{cwd}}" has no value for this assembly (context "sandbox")'
+    assert caught.value.section == "sandbox"
+
+
+def test_context_snapshot() -> None:
+    assert render_context_snapshot(context_assembly()) == ""
+    assert render_context_snapshot(context_assembly(("a", ""))) == ""
+    snapshot = render_context_snapshot(context_assembly(("a", "A on {{model}}"), ("b", ""), ("c", "C")))
+    assert snapshot == f"{CONTEXT_SNAPSHOT_HEADER}\n\nA on deepseek-v4-flash\n\nC"
+    assert CONTEXT_SNAPSHOT_HEADER == (
+        "Current runtime context. This snapshot supersedes earlier runtime-context snapshots."
+    )
+
+
+# -- properties --------------------------------------------------------------------------------------------
+
+names = st.from_regex(r"[a-z][a-z0-9_]{0,8}", fullmatch=True)
+
+
+@given(
+    text=st.text().filter(lambda text: "{{" not in text),
+    variables=st.dictionaries(names, st.text() | st.none()),
+)
+def test_text_without_an_opener_renders_unchanged(text: str, variables: dict[str, str | None]) -> None:
+    assert interpolate(text, variables, section="s") == text
+
+
+prose = st.text(alphabet=st.characters(blacklist_characters="{}"))
+
+
+@given(
+    data=st.data(),
+    values=st.dictionaries(names, st.text(), min_size=1),
+    pieces=st.lists(st.tuples(prose, st.booleans()), max_size=8),
+)
+def test_values_come_out_verbatim_never_rescanned(
+    data: st.DataObject, values: dict[str, str], pieces: list[tuple[str, bool]]
+) -> None:
+    template, expected = [], []
+    for text, with_reference in pieces:
+        template.append(text)
+        expected.append(text)
+        if with_reference:
+            name = data.draw(st.sampled_from(sorted(values)))
+            template.append(f"{{{{{name}}}}}")
+            expected.append(values[name])
+    variables: dict[str, str | None] = dict(values)
+    assert interpolate("".join(template), variables, section="s") == "".join(expected)
+
+
+@given(value=st.text(), name=names)
+def test_a_value_holding_a_reference_comes_out_verbatim(value: str, name: str) -> None:
+    variables: dict[str, str | None] = {name: f"{{{{{name}}}}}{value}{{{{nope}}}}"}
+    assert interpolate(f"<{{{{{name}}}}}>", variables, section="s") == f"<{{{{{name}}}}}{value}{{{{nope}}}}>"
+
+
+def test_a_section_text_that_is_not_a_string_is_a_type_error() -> None:
+    # A waterfall listener can put anything into an assembly; the renderer says which section is wrong.
+    broken = PromptAssembly(sections=[AssembledText("tool:x", None)])  # type: ignore[arg-type]  # the point
+    with pytest.raises(TypeError, match='section "tool:x" text must be a string, got NoneType'):
+        render_prompt(broken)
