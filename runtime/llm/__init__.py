@@ -95,6 +95,7 @@ __all__ = [
     "ToolResultBlock",
     "ToolResultContent",
     "ToolSource",
+    "ToolSpec",
     "UsageChunk",
     "UserBlock",
     "UserMessage",
