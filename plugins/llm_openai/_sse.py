@@ -15,16 +15,23 @@ __all__ = ["SseDecoder"]
 class SseDecoder:
     """Feed it bytes as they arrive; it returns the `data` of every event completed by them."""
 
-    __slots__ = ("_buffer", "_data", "_started", "comments")
+    __slots__ = ("_buffer", "_data", "_skip_lf", "_started", "comments")
 
     def __init__(self) -> None:
         self._buffer = b""
         self._data: list[bytes] = []
         self._started = False
+        self._skip_lf = False
         self.comments = 0
 
     def feed(self, chunk: bytes) -> list[bytes]:
         """The data of each event completed by `chunk`, in order (as UTF-8 bytes)."""
+        if not chunk:
+            return []
+        if self._skip_lf and chunk.startswith(b"\n"):
+            # The previous chunk ended with CR, already taken as a line end: this LF completes that CRLF.
+            chunk = chunk[1:]
+        self._skip_lf = False
         buffer = self._buffer + chunk if self._buffer else chunk
         if not self._started and buffer:
             if len(buffer) < 3 and b"\xef\xbb\xbf".startswith(buffer):
@@ -34,13 +41,8 @@ class SseDecoder:
             if buffer.startswith(b"\xef\xbb\xbf"):
                 buffer = buffer[3:]
         if b"\r" in buffer:
-            # A CR at the very end may be the first half of a CRLF: keep it until the next chunk says.
-            hold = buffer.endswith(b"\r")
-            if hold:
-                buffer = buffer[:-1]
+            self._skip_lf = buffer.endswith(b"\r")
             lines = buffer.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
-            if hold:
-                lines[-1] += b"\r"
         else:
             lines = buffer.split(b"\n")
         self._buffer = lines.pop()
