@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from email.utils import format_datetime
 
 import anyio
+import httpx
 import pytest
 
 from plugins.llm_openai import OpenAICompatibleAdapter
@@ -16,6 +17,7 @@ from runtime.llm import (
     BlockEnd,
     Finish,
     FinishError,
+    FinishStop,
     LlmFailure,
     LlmRuntime,
     StreamChunk,
@@ -260,3 +262,18 @@ async def test_an_unconfigured_model_is_refused_before_any_request() -> None:
     assert failure_of(chunks) == LlmFailure(
         message='provider "test" does not serve model "m"; configured models: a, b', code="UNKNOWN_MODEL"
     )
+
+
+async def test_a_shared_client_is_used_and_left_open() -> None:
+    async with (
+        loopback(Reply(parts=[sse(wire(content="a", finish="stop"))])) as server,
+        httpx.AsyncClient() as client,
+    ):
+        llm = LlmRuntime()
+        llm.register("test", OpenAICompatibleAdapter(route(server.base_url), client=client, env=ENV))
+        for _ in range(2):
+            async with aclosing(llm.stream(hello())) as stream:
+                chunks = [c async for c in stream]
+            assert chunks[-1] == Finish(reason=FinishStop())
+        assert not client.is_closed
+        assert len(server.requests) == 2

@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+from contextlib import aclosing
+
 import pytest
 
 from plugins.llm_openai import DEEPSEEK, Config, OpenAICompatibleAdapter
 from plugins.llm_openai import plugin as openai_plugin
 from runtime.kernel import ConfigError, Context
-from runtime.llm import LLM
+from runtime.llm import (
+    LLM,
+    Finish,
+    FinishError,
+    LlmFailure,
+    LlmRequest,
+    LlmRuntime,
+    MessageId,
+    TextBlock,
+    UserMessage,
+)
 from runtime.llm import plugin as llm_plugin
 
 
@@ -79,3 +91,26 @@ def test_the_plugin_needs_the_llm_service() -> None:
 
 def test_config_defaults() -> None:
     assert Config().providers == (DEEPSEEK,)
+
+
+@pytest.mark.anyio
+async def test_without_deepseek_api_key_the_error_says_which_variable_to_set() -> None:
+    llm = LlmRuntime()
+    llm.register(DEEPSEEK.id, OpenAICompatibleAdapter(DEEPSEEK, env={}))
+    request = LlmRequest(
+        provider=DEEPSEEK.id,
+        model="deepseek-v4-flash",
+        messages=(UserMessage(id=MessageId("u"), content=(TextBlock("say hi"),)),),
+    )
+    async with aclosing(llm.stream(request)) as stream:
+        chunks = [c async for c in stream]
+    assert chunks == [
+        Finish(
+            reason=FinishError(
+                LlmFailure(
+                    message='provider "deepseek-official" needs an API key: set the environment variable DEEPSEEK_API_KEY',
+                    code="MISSING_CREDENTIAL",
+                )
+            )
+        )
+    ]
