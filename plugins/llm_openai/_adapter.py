@@ -179,6 +179,11 @@ class OpenAICompatibleAdapter:
                     f'provider "{self.route.id}" sent nothing for {self.route.idle_timeout:g} s',
                     FailureCode.TIMEOUT,
                 ) from error
+            except httpx.DecodingError as error:
+                raise _fail(
+                    f'provider "{self.route.id}" sent a body that cannot be decoded: {error}',
+                    FailureCode.MALFORMED_RESPONSE,
+                ) from error
             except httpx.TransportError as error:
                 raise _fail(
                     f'the stream from provider "{self.route.id}" was interrupted: {type(error).__name__}: {error}',

@@ -277,3 +277,11 @@ async def test_a_shared_client_is_used_and_left_open() -> None:
             assert chunks[-1] == Finish(reason=FinishStop())
         assert not client.is_closed
         assert len(server.requests) == 2
+
+
+async def test_a_body_that_cannot_be_decoded_is_malformed() -> None:
+    headers = {"content-type": "text/event-stream", "content-encoding": "gzip"}
+    async with loopback(Reply(headers=headers, parts=[b"this is not gzip"])) as server:
+        failure = failure_of(await collect(server.base_url))
+    assert failure.code == "MALFORMED_RESPONSE"
+    assert failure.message.startswith('provider "test" sent a body that cannot be decoded')

@@ -9,7 +9,15 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from runtime.llm import BlockAssembler, FinishError, MessageId, TokenUsage, decode_chunk, encode_chunk
+from runtime.llm import (
+    BlockAssembler,
+    FinishError,
+    Message,
+    MessageId,
+    TokenUsage,
+    decode_chunk,
+    encode_chunk,
+)
 
 from .harness import ALL_CALLS, LOGS, Call, chunk_payloads
 
@@ -84,3 +92,36 @@ def test_an_interrupted_call_keeps_its_visible_text() -> None:
     assert call.message is not None
     content = _assembled(call).interrupted_content()
     assert as_json(content) == call.message["content"]
+
+
+def _recorded_messages() -> list[tuple[str, dict[str, object]]]:
+    out: list[tuple[str, dict[str, object]]] = []
+    for path in LOGS:
+        for line_no, line in enumerate(path.read_text().splitlines(), 1):
+            event = json.loads(line)
+            if event["type"] == "user/message":
+                out.append((f"{path.parent.name}:{line_no}", event["data"]))
+            elif event["type"] in ("assistant/message", "tool/result"):
+                out.append((f"{path.parent.name}:{line_no}", event["data"]["message"]))
+    return out
+
+
+MESSAGES = _recorded_messages()
+
+
+#: Plugin-private fields of a plugin source that the struct does not model; the session log keeps payloads as
+#: written, so they survive storage without the struct (the original's system-prompt plugin writes `sections`).
+UNMODELLED_PLUGIN_SOURCE_FIELDS = {"sections"}
+
+
+def test_every_recorded_message_decodes_and_reencodes_unchanged() -> None:
+    assert len(MESSAGES) >= 50
+    decoder = msgspec.json.Decoder(Message)
+    for where, payload in MESSAGES:
+        message = decoder.decode(json.dumps(payload))
+        expected = dict(payload)
+        source = payload["source"]
+        assert isinstance(source, dict)
+        if source["kind"] == "plugin":
+            expected["source"] = {k: v for k, v in source.items() if k not in UNMODELLED_PLUGIN_SOURCE_FIELDS}
+        assert as_json(message) == expected, where
