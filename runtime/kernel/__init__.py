@@ -29,9 +29,11 @@ from .events import Waterfall as Waterfall
 from .plugin import NoConfig as NoConfig
 from .plugin import Plugin as Plugin
 from .plugin import declared_providers as declared_providers
+from .services import Bindable as Bindable
 from .services import ServiceKey as ServiceKey
 
 __all__ = [
+    "Bindable",
     "ConfigError",
     "Context",
     "Deployment",

@@ -27,7 +27,7 @@ from .errors import (
 )
 from .events import Emit, Waterfall
 from .plugin import Plugin, declared_providers
-from .services import ServiceKey
+from .services import Bindable, ServiceKey
 
 __all__ = ["Context", "ListenerFailure", "LoadedPlugin", "Scope", "load_deployment_into"]
 
@@ -159,7 +159,7 @@ class Context:
 
     # -- services ------------------------------------------------------------------------------------------
 
-    def provide(self, key: ServiceKey[T], service: T) -> Disposer:
+    def provide(self, key: ServiceKey[T], service: T | Bindable[T]) -> Disposer:
         """Provide `service` under `key` in this context's layer (global, or its scope)."""
         layer = self._host.services.setdefault(self.scope, {})
         if key in layer:

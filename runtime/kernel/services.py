@@ -7,6 +7,7 @@ from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 __all__ = ["Bindable", "ServiceKey"]
 
 T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
 
 
 class ServiceKey(Generic[T]):
@@ -22,11 +23,12 @@ class ServiceKey(Generic[T]):
 
 
 @runtime_checkable
-class Bindable(Protocol):
+class Bindable(Protocol[T_co]):
     """A service that hands each caller a view bound to the caller's context.
 
     `ctx.get(KEY)` returns `service.bind_context(ctx)` for such a service, so registrations made through the view are
-    scoped like the caller and disposed when the caller's plugin unloads.
+    scoped like the caller and disposed when the caller's plugin unloads. `ctx.provide(KEY, service)` accepts
+    a `Bindable[T]` for a `ServiceKey[T]`.
     """
 
-    def bind_context(self, ctx: Any) -> Any: ...
+    def bind_context(self, ctx: Any) -> T_co: ...

@@ -6,7 +6,7 @@ import importlib
 
 import pytest
 
-PACKAGES = ["runtime.kernel", "runtime.cli"]
+PACKAGES = ["runtime.kernel", "runtime.cli", "runtime.tools", "plugins.tool_bash", "plugins.tool_web"]
 
 
 @pytest.mark.parametrize("name", PACKAGES)

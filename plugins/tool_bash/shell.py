@@ -1,0 +1,129 @@
+"""Running one shell command: a fresh `bash -c` in its own process group, both streams read with a bounded tail,
+a timeout, and the whole group killed on timeout or cancellation so nothing outlives the call."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+from anyio.abc import ByteReceiveStream, Process
+
+__all__ = ["ShellOutcome", "TailBuffer", "run_shell"]
+
+_GRACE_SECONDS = 0.25
+
+
+class TailBuffer:
+    """Keeps the last `cap` bytes written to it and counts everything, so a flood costs bounded memory."""
+
+    __slots__ = ("_data", "cap", "total")
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.total = 0
+        self._data = bytearray()
+
+    def write(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        self._data += chunk
+        if len(self._data) > self.cap:
+            del self._data[: len(self._data) - self.cap]
+
+    @property
+    def dropped(self) -> int:
+        return self.total - len(self._data)
+
+    def text(self) -> str:
+        # A cut may land inside a multi-byte character; replacement keeps the tail readable.
+        return self._data.decode("utf-8", errors="replace")
+
+
+@dataclass(frozen=True)
+class ShellOutcome:
+    """What happened: the kept tails of both streams (and how many bytes each lost), the exit status (negative
+    for a signal, as subprocess reports it) and whether the timeout fired."""
+
+    stdout: TailBuffer
+    stderr: TailBuffer
+    returncode: int
+    timed_out: bool
+
+
+async def _drain(stream: ByteReceiveStream | None, sink: TailBuffer) -> None:
+    if stream is None:
+        return
+    async for chunk in stream:
+        sink.write(chunk)
+
+
+async def _collect(process: Process, stdout: TailBuffer, stderr: TailBuffer) -> None:
+    """Read both streams until the shell exits. A background child may keep the pipes open after that: its
+    output is read for a short grace period, then the rest of the group is killed, so no call leaves orphans."""
+    drained = anyio.Event()
+    drains = anyio.CancelScope()
+
+    async def drain_both() -> None:
+        with drains:
+            async with anyio.create_task_group() as streams:
+                streams.start_soon(_drain, process.stdout, stdout)
+                streams.start_soon(_drain, process.stderr, stderr)
+        drained.set()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(drain_both)
+        await process.wait()
+        with anyio.move_on_after(_GRACE_SECONDS):
+            await drained.wait()
+        if not drained.is_set():
+            _kill_group(process)
+        drains.cancel()
+
+
+def _kill_group(process: Process) -> None:
+    with contextlib.suppress(ProcessLookupError):  # the group already exited: nothing left to kill
+        os.killpg(process.pid, signal.SIGKILL)
+
+
+async def run_shell(
+    command: str,
+    *,
+    cwd: Path,
+    limit_seconds: float,
+    cap: int,
+    env: Mapping[str, str] | None = None,
+) -> ShellOutcome:
+    """Run `command` with `bash -c` in `cwd`. After `limit_seconds` the process group is killed and the outcome says so; on
+    cancellation the group is killed and the cancellation propagates."""
+    stdout, stderr = TailBuffer(cap), TailBuffer(cap)
+    timed_out = False
+    process = await anyio.open_process(
+        ["bash", "-c", command],
+        cwd=cwd,
+        env=dict(env) if env is not None else None,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,  # its own process group, so killpg reaches every descendant
+    )
+    try:
+        with anyio.move_on_after(limit_seconds) as deadline:
+            await _collect(process, stdout, stderr)
+        if deadline.cancelled_caught:
+            timed_out = True
+            _kill_group(process)
+            with anyio.CancelScope(shield=True):
+                await process.wait()
+    except BaseException:
+        _kill_group(process)
+        with anyio.CancelScope(shield=True):
+            await process.wait()
+        raise
+    finally:
+        with anyio.CancelScope(shield=True):
+            await process.aclose()
+    returncode = process.returncode if process.returncode is not None else -signal.SIGKILL
+    return ShellOutcome(stdout, stderr, returncode, timed_out)

@@ -1,0 +1,33 @@
+"""The tool registry, tool definitions, argument validation and the execution pipeline of one call."""
+
+from .arguments import INVALID_ARGUMENTS as INVALID_ARGUMENTS
+from .arguments import ArgumentValidator as ArgumentValidator
+from .definition import Tool as Tool
+from .definition import ToolCall as ToolCall
+from .definition import ToolContext as ToolContext
+from .definition import ToolDefinitionError as ToolDefinitionError
+from .definition import ToolResult as ToolResult
+from .registry import TOOL_FAILED as TOOL_FAILED
+from .registry import TOOLS as TOOLS
+from .registry import UNKNOWN_TOOL as UNKNOWN_TOOL
+from .registry import DuplicateToolError as DuplicateToolError
+from .registry import ToolRegistry as ToolRegistry
+from .registry import ToolView as ToolView
+from .registry import plugin as plugin
+
+__all__ = [
+    "INVALID_ARGUMENTS",
+    "TOOLS",
+    "TOOL_FAILED",
+    "UNKNOWN_TOOL",
+    "ArgumentValidator",
+    "DuplicateToolError",
+    "Tool",
+    "ToolCall",
+    "ToolContext",
+    "ToolDefinitionError",
+    "ToolRegistry",
+    "ToolResult",
+    "ToolView",
+    "plugin",
+]

@@ -1,0 +1,56 @@
+"""Turning the model's raw argument text into validated arguments, or into a model-facing error result."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+
+from .definition import ToolDefinitionError, ToolResult
+
+__all__ = ["INVALID_ARGUMENTS", "ArgumentValidator"]
+
+INVALID_ARGUMENTS = "INVALID_ARGUMENTS"
+
+
+class ArgumentValidator:
+    """Validates one tool's arguments against its JSON schema; the schema itself is checked once, up front."""
+
+    __slots__ = ("_tool", "_validator")
+
+    def __init__(self, tool: str, schema: Mapping[str, Any]) -> None:
+        try:
+            Draft202012Validator.check_schema(schema)
+        except SchemaError as error:
+            raise ToolDefinitionError(
+                f'tool "{tool}": parameters are not a valid JSON schema: {error.message}', tool=tool
+            ) from error
+        self._tool = tool
+        self._validator = Draft202012Validator(schema)
+
+    def parse(self, raw: str) -> dict[str, Any] | ToolResult:
+        """The arguments as a dict, or an error result that tells the model what to fix."""
+        text = raw.strip() or "{}"
+        try:
+            arguments = json.loads(text)
+        except json.JSONDecodeError as error:
+            return ToolResult.error(
+                INVALID_ARGUMENTS,
+                f'invalid arguments for tool "{self._tool}": not valid JSON ({error.msg} at position {error.pos}); '
+                "send one JSON object",
+            )
+        if not isinstance(arguments, dict):
+            return ToolResult.error(
+                INVALID_ARGUMENTS,
+                f'invalid arguments for tool "{self._tool}": expected a JSON object, got {type(arguments).__name__}',
+            )
+        problems = sorted(self._validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+        if problems:
+            lines = [f"- at {problem.json_path}: {problem.message}" for problem in problems]
+            return ToolResult.error(
+                INVALID_ARGUMENTS, f'invalid arguments for tool "{self._tool}":\n' + "\n".join(lines)
+            )
+        return arguments

@@ -1,0 +1,133 @@
+"""The tool registry: which tools exist in which scope, and the execution pipeline of one call (parse, validate,
+execute, contain failures)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import anyio
+
+from runtime.kernel import Context, Disposer, NoConfig, Plugin, Scope, ServiceKey
+from runtime.kernel.errors import ToolError
+
+from .arguments import ArgumentValidator
+from .definition import Tool, ToolCall, ToolContext, ToolResult
+
+__all__ = ["TOOLS", "TOOL_FAILED", "UNKNOWN_TOOL", "DuplicateToolError", "ToolRegistry", "ToolView", "plugin"]
+
+UNKNOWN_TOOL = "UNKNOWN_TOOL"
+TOOL_FAILED = "TOOL_FAILED"
+
+
+class DuplicateToolError(ToolError, ValueError):
+    """A tool name is registered twice in one scope layer."""
+
+    def __init__(self, *, tool: str, scope: str) -> None:
+        where = f'scope "{scope}"' if scope else "the global layer"
+        super().__init__(
+            f'tool "{tool}" is already registered in {where}; dispose the first registration first'
+        )
+        self.tool = tool
+        self.scope = scope
+
+
+@dataclass(frozen=True, eq=False)
+class _Entry:
+    tool: Tool
+    validator: ArgumentValidator
+    scope: Scope | None
+
+
+class ToolRegistry:
+    """Tools by name per scope layer. A tool registered in a scope shadows a global tool of the same name there."""
+
+    def __init__(self) -> None:
+        self._layers: dict[Scope | None, dict[str, _Entry]] = {}
+
+    def bind_context(self, ctx: Context) -> ToolView:
+        return ToolView(self, ctx)
+
+    def _register(self, ctx: Context, tool: Tool) -> Disposer:
+        entry = _Entry(tool, ArgumentValidator(tool.name, tool.parameters), ctx.scope)
+        layer = self._layers.setdefault(ctx.scope, {})
+        if tool.name in layer:
+            raise DuplicateToolError(tool=tool.name, scope=ctx.scope.path if ctx.scope else "")
+        layer[tool.name] = entry
+
+        def undo() -> None:
+            if layer.get(tool.name) is entry:
+                del layer[tool.name]
+            if not layer:
+                self._layers.pop(entry.scope, None)
+
+        return ctx.effect(undo)
+
+    def _visible(self, scope: Scope | None) -> dict[str, _Entry]:
+        chain: list[Scope | None] = [None]
+        if scope is not None:
+            chain.extend(reversed(list(scope.chain())))
+        visible: dict[str, _Entry] = {}
+        for layer_scope in chain:  # global first, nearest scope last, so nearer layers shadow
+            visible.update(self._layers.get(layer_scope, {}))
+        return visible
+
+    def snapshot(self) -> dict[str, list[str]]:
+        """Every layer's tool names, by scope path ('' for global): for tests and diagnostics."""
+        return {
+            (scope.path if scope else ""): sorted(layer) for scope, layer in self._layers.items() if layer
+        }
+
+
+class ToolView:
+    """The registry as one context sees it: registrations land in its scope; lookups see its scope chain."""
+
+    __slots__ = ("_ctx", "_registry")
+
+    def __init__(self, registry: ToolRegistry, ctx: Context) -> None:
+        self._registry = registry
+        self._ctx = ctx
+
+    def register(self, tool: Tool) -> Disposer:
+        """Register `tool` in this context's scope; the disposer (also run when the plugin unloads) removes it."""
+        return self._registry._register(self._ctx, tool)
+
+    def visible(self) -> list[Tool]:
+        """The tools visible here, sorted by name."""
+        entries = self._registry._visible(self._ctx.scope)
+        return [entries[name].tool for name in sorted(entries)]
+
+    def get(self, name: str) -> Tool | None:
+        entry = self._registry._visible(self._ctx.scope).get(name)
+        return entry.tool if entry else None
+
+    async def execute(self, call: ToolCall, context: ToolContext) -> ToolResult:
+        """Run one call. Unknown tools, bad arguments and exceptions raised by the tool become error results the
+        model can act on; cancellation propagates to the caller."""
+        entries = self._registry._visible(self._ctx.scope)
+        entry = entries.get(call.name)
+        if entry is None:
+            known = ", ".join(sorted(entries)) or "(none)"
+            return ToolResult.error(UNKNOWN_TOOL, f'unknown tool "{call.name}"; available tools: {known}')
+        arguments = entry.validator.parse(call.arguments)
+        if isinstance(arguments, ToolResult):
+            return arguments
+        try:
+            result = await entry.tool.execute(arguments, context)
+        except anyio.get_cancelled_exc_class():
+            raise
+        except Exception as error:
+            # Contained by design: a tool's bug is the model's information, not the loop's crash.
+            return ToolResult.error(
+                TOOL_FAILED, f'tool "{call.name}" failed: {type(error).__name__}: {error}'
+            )
+        return ToolResult(result) if isinstance(result, str) else result
+
+
+TOOLS = ServiceKey[ToolView]("tools")
+
+
+def _apply(ctx: Context, config: NoConfig) -> None:
+    ctx.provide(TOOLS, ToolRegistry())
+
+
+plugin = Plugin(name="tools", apply=_apply, provides=(TOOLS,))

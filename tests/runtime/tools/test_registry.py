@@ -1,0 +1,162 @@
+"""The tool registry: scoped visibility, duplicates, disposal, and the execution pipeline's error results."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from runtime.kernel import Context, NoConfig, Plugin
+from runtime.tools import (
+    INVALID_ARGUMENTS,
+    TOOL_FAILED,
+    TOOLS,
+    UNKNOWN_TOOL,
+    DuplicateToolError,
+    Tool,
+    ToolCall,
+    ToolContext,
+    ToolDefinitionError,
+    ToolResult,
+)
+from runtime.tools import plugin as tools_plugin
+
+ECHO_SCHEMA = {
+    "type": "object",
+    "properties": {"text": {"type": "string"}, "times": {"type": "integer", "minimum": 1}},
+    "required": ["text"],
+}
+
+
+async def echo(arguments: dict[str, Any], context: ToolContext) -> str:
+    return str(arguments["text"]) * int(arguments.get("times", 1))
+
+
+def make_tool(name: str = "echo", description: str = "Echo the text.", execute: Any = echo) -> Tool:
+    return Tool(name=name, description=description, parameters=ECHO_SCHEMA, execute=execute)
+
+
+def host() -> Context:
+    ctx = Context()
+    ctx.plugin(tools_plugin)
+    return ctx
+
+
+def call_context(ctx: Context) -> ToolContext:
+    return ToolContext(ctx=ctx, cwd=Path.cwd(), call_id="call_1")
+
+
+def test_scoped_tools_shadow_globals_for_their_scope_only() -> None:
+    ctx = host()
+    ctx.get(TOOLS).register(make_tool())
+    agent = ctx.scoped("agent")
+    agent.get(TOOLS).register(make_tool(description="Scoped echo."))
+    agent.get(TOOLS).register(make_tool(name="only_here"))
+    assert [t.description for t in agent.scoped("child").get(TOOLS).visible() if t.name == "echo"] == [
+        "Scoped echo."
+    ]
+    assert [t.name for t in ctx.get(TOOLS).visible()] == ["echo"]
+    assert [t.name for t in ctx.scoped("other").get(TOOLS).visible()] == ["echo"]
+    agent.dispose()
+    assert [t.description for t in ctx.get(TOOLS).visible()] == ["Echo the text."]
+
+
+def test_duplicates_in_one_layer_raise() -> None:
+    ctx = host()
+    ctx.get(TOOLS).register(make_tool())
+    with pytest.raises(DuplicateToolError, match='tool "echo" is already registered in the global layer'):
+        ctx.get(TOOLS).register(make_tool())
+
+
+def test_unloading_a_plugin_removes_its_tools() -> None:
+    ctx = host()
+    registry = ctx.get(TOOLS)
+    before = registry.visible()
+
+    def apply(plugin_ctx: Context, config: NoConfig) -> None:
+        plugin_ctx.get(TOOLS).register(make_tool())
+        plugin_ctx.scoped("agent").get(TOOLS).register(make_tool(name="scoped"))
+
+    loaded = ctx.plugin(Plugin(name="echoes", apply=apply))
+    assert [t.name for t in registry.visible()] == ["echo"]
+    loaded.unload()
+    assert registry.visible() == before
+
+
+def test_bad_definitions_are_refused() -> None:
+    with pytest.raises(ToolDefinitionError, match='tool name "bad name" is invalid'):
+        make_tool(name="bad name")
+    with pytest.raises(ToolDefinitionError, match='"type": "object"'):
+        Tool(name="t", description="", parameters={"type": "string"}, execute=echo)
+    with pytest.raises(ToolDefinitionError, match="not a valid JSON schema"):
+        host().get(TOOLS).register(
+            Tool(name="t", description="", parameters={"type": "object", "required": 3}, execute=echo)
+        )
+
+
+@pytest.mark.anyio
+async def test_execute_validates_and_runs() -> None:
+    ctx = host()
+    tools = ctx.get(TOOLS)
+    tools.register(make_tool())
+    result = await tools.execute(ToolCall("c1", "echo", '{"text": "ab", "times": 2}'), call_context(ctx))
+    assert result == ToolResult("abab")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        ("{not json", "not valid JSON (Expecting property name enclosed in double quotes at position 1)"),
+        ("[1]", "expected a JSON object, got list"),
+        (
+            '{"times": 0}',
+            "- at $: 'text' is a required property\n- at $.times: 0 is less than the minimum of 1",
+        ),
+    ],
+)
+async def test_bad_arguments_become_model_facing_errors(arguments: str, expected: str) -> None:
+    ctx = host()
+    tools = ctx.get(TOOLS)
+    tools.register(make_tool())
+    result = await tools.execute(ToolCall("c1", "echo", arguments), call_context(ctx))
+    assert result.is_error
+    assert result.code == INVALID_ARGUMENTS
+    assert result.text.startswith('invalid arguments for tool "echo"')
+    assert expected in result.text
+
+
+@pytest.mark.anyio
+async def test_unknown_tool_and_a_failing_tool_are_error_results() -> None:
+    async def broken(arguments: dict[str, Any], context: ToolContext) -> str:
+        raise OSError("disk on fire")
+
+    ctx = host()
+    tools = ctx.get(TOOLS)
+    tools.register(make_tool(name="broken", execute=broken))
+    unknown = await tools.execute(ToolCall("c1", "ghost", "{}"), call_context(ctx))
+    assert (unknown.code, unknown.text) == (UNKNOWN_TOOL, 'unknown tool "ghost"; available tools: broken')
+    failed = await tools.execute(ToolCall("c2", "broken", '{"text": "x"}'), call_context(ctx))
+    assert (failed.code, failed.text) == (TOOL_FAILED, 'tool "broken" failed: OSError: disk on fire')
+
+
+@pytest.mark.anyio
+async def test_cancellation_propagates_out_of_a_running_tool() -> None:
+    cleaned = anyio.Event()
+
+    async def slow(arguments: dict[str, Any], context: ToolContext) -> str:
+        try:
+            await anyio.sleep_forever()
+        finally:
+            cleaned.set()
+        return "unreachable"
+
+    ctx = host()
+    tools = ctx.get(TOOLS)
+    tools.register(make_tool(name="slow", execute=slow))
+    with anyio.move_on_after(0.05) as scope:
+        await tools.execute(ToolCall("c1", "slow", '{"text": "x"}'), call_context(ctx))
+    assert scope.cancelled_caught
+    assert cleaned.is_set()
