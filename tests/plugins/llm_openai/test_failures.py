@@ -285,3 +285,10 @@ async def test_a_body_that_cannot_be_decoded_is_malformed() -> None:
         failure = failure_of(await collect(server.base_url))
     assert failure.code == "MALFORMED_RESPONSE"
     assert failure.message.startswith('provider "test" sent a body that cannot be decoded')
+
+
+async def test_comments_rearm_the_idle_timeout() -> None:
+    pings: list[bytes | float] = [part for _ in range(5) for part in (0.1, b": keep-alive\n\n")]
+    async with loopback(Reply(parts=[*pings, sse(wire(content="late", finish="stop"))])) as server:
+        chunks = await collect(server.base_url, idle_timeout=0.3)
+    assert chunks[-1] == Finish(reason=FinishStop())
