@@ -1,0 +1,48 @@
+"""The model transport's errors, under `LlmError` (see runtime/kernel/errors.py for the whole tree).
+
+```
+LlmError
+├── LlmCallError                  an adapter's call failed; carries the `LlmFailure` (code, status, ...)
+├── ChunkProtocolError (ValueError)   a chunk sequence broke the stream protocol (BlockAssembler)
+└── ProviderConflictError (ValueError)  a provider id is registered twice
+```
+"""
+
+from __future__ import annotations
+
+from runtime.kernel.errors import LlmError
+
+from ._chunks import LlmFailure
+
+__all__ = ["ChunkProtocolError", "LlmCallError", "ProviderConflictError"]
+
+
+class LlmCallError(LlmError):
+    """An adapter's call failed. `LlmRuntime` turns it into `finish{error{failure}}`."""
+
+    def __init__(self, failure: LlmFailure) -> None:
+        super().__init__(f"{failure.message} [{failure.code}]")
+        self.failure = failure
+
+    @property
+    def code(self) -> str:
+        return self.failure.code
+
+
+class ChunkProtocolError(LlmError, ValueError):
+    """A chunk broke the stream protocol; `index` is its position in the stream."""
+
+    def __init__(self, message: str, *, index: int) -> None:
+        super().__init__(f"chunk {index}: {message}")
+        self.reason = message
+        self.index = index
+
+
+class ProviderConflictError(LlmError, ValueError):
+    """An adapter is already registered for `provider`."""
+
+    def __init__(self, provider: str) -> None:
+        super().__init__(
+            f'an adapter is already registered for provider "{provider}"; dispose it first or use another id'
+        )
+        self.provider = provider

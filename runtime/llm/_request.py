@@ -1,0 +1,54 @@
+"""What a model call asks for (`LlmRequest`: provider, model, system, messages, tools, call config) and the adapter
+protocol every transport implements, live or replayed."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any, Protocol
+
+import msgspec
+
+from ._chunks import StreamChunk
+from ._content import Message
+
+__all__ = ["CallConfig", "LlmAdapter", "LlmRequest", "ToolSpec"]
+
+
+class ToolSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """A tool as the model sees it: its name, its description and a JSON Schema of its parameters."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+class CallConfig(
+    msgspec.Struct, frozen=True, forbid_unknown_fields=True, rename="camel", omit_defaults=True, kw_only=True
+):
+    """Per-call settings (the `request/header` config beside provider and model). Unset means the provider's
+    default. `reasoning_effort` is `low|high|max`, or `off` to disable thinking."""
+
+    temperature: float | None = None
+    max_tokens: int | None = None
+    reasoning_effort: str | None = None
+    stop: tuple[str, ...] | None = None
+
+
+class LlmRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """One model call: routed by `provider`, sent to `model` with `system` first, then `messages`."""
+
+    provider: str
+    model: str
+    messages: tuple[Message, ...]
+    system: str = ""
+    tools: tuple[ToolSpec, ...] = ()
+    config: CallConfig = CallConfig()
+    session_id: str | None = None
+
+
+class LlmAdapter(Protocol):
+    """A model transport. `stream` yields chunks for one call and ends with one `finish`; it may instead raise
+    (an `LlmCallError` with a code, or anything else) and `LlmRuntime` turns that into the terminal chunk.
+    Cancellation must propagate. The iterator is closed (`aclose`) when the caller stops early."""
+
+    def stream(self, request: LlmRequest) -> AsyncIterator[StreamChunk]: ...

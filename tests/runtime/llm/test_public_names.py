@@ -1,0 +1,23 @@
+"""`runtime.llm.__all__` names exactly what the package exports, and each name resolves."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+
+@pytest.mark.parametrize("name", ["runtime.llm", "plugins.llm_openai"])
+def test_all_is_honest(name: str) -> None:
+    module = importlib.import_module(name)
+    exported = sorted(module.__all__)
+    assert exported == sorted(set(exported)), "no duplicates"
+    for attribute in exported:
+        assert hasattr(module, attribute), f"{name}.{attribute} is listed but missing"
+    public = {
+        key
+        for key, value in vars(module).items()
+        if not key.startswith("_") and getattr(value, "__module__", "").startswith(name)
+    }
+    assert public <= set(exported), f"public but unlisted: {sorted(public - set(exported))}"
+    assert not {key for key in vars(module) if not key.startswith("_")} - set(exported), "only re-exports"
