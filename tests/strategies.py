@@ -70,7 +70,6 @@ from runtime.session import (  # noqa: E402  # the session strategies below need
     StepData,
     StepEnd,
     StepStart,
-    TextDelta,
     ToolCall,
     ToolCallData,
     ToolResult,
@@ -81,6 +80,9 @@ from runtime.session import (  # noqa: E402  # the session strategies below need
     TurnStart,
     TurnStartData,
     UserMessage,
+)
+from runtime.session import (  # noqa: E402  # beside the session strategies that use it
+    TextDelta as SessionTextDelta,
 )
 
 
@@ -112,7 +114,7 @@ def turn_events(turn: int, first_seq: int, spec: TurnSpec) -> list[Event]:
     ]
     chunk_start = first_seq + len(events)
     events += [
-        AssistantChunk(data=AssistantChunkData(turn=turn, step=1, chunk=TextDelta(index=0, text=text)))
+        AssistantChunk(data=AssistantChunkData(turn=turn, step=1, chunk=SessionTextDelta(index=0, text=text)))
         for text in spec.chunks
     ]
     calls = tuple(

@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import Any
 
 HARNESS = Path(__file__).resolve().parents[3] / "fixtures" / "harness"
-LOGS = sorted(HARNESS.glob("*/session*.jsonl"))
+# Recorded logs only: `*.expected.jsonl` files are the original's expected outputs (a repaired log holds an
+# unfinished stream), not recordings of model calls.
+LOGS = sorted(p for p in HARNESS.glob("*/session*.jsonl") if not p.name.endswith(".expected.jsonl"))
 
 
 def chunk_payloads(path: Path) -> list[tuple[int, dict[str, Any]]]:
