@@ -14,6 +14,9 @@ PACKAGES = [
     "plugins.tool_web",
     "plugins.tool_fs",
     "runtime.prompt",
+    "runtime.session",
+    "runtime.llm",
+    "plugins.llm_openai",
 ]
 
 
