@@ -11,15 +11,13 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import msgspec
 import yaml
 
-from .errors import ConfigError
-
-if TYPE_CHECKING:
-    from .plugin import Plugin
+from .errors import ConfigError, MissingServiceError, ServiceConflictError
+from .plugin import Plugin, declared_providers
 
 __all__ = [
     "Deployment",
@@ -124,8 +122,6 @@ def _interpolate_env(value: object, *, plugin: str, path: str, env: Mapping[str,
 
 def resolve_plugin(use: str, *, plugin: str = "") -> Plugin[Any]:
     """Import `module` (its `plugin` attribute) or `module:attribute`, and check it is a `Plugin`."""
-    from .plugin import Plugin  # the plugin module imports this one
-
     module_name, _, attribute = use.partition(":")
     attribute = attribute or "plugin"
     try:
@@ -228,9 +224,6 @@ def load_deployment(path: str | Path, *, env: Mapping[str, str] | None = None) -
 def check_needs(deployment: Deployment) -> None:
     """Check, without loading anything, that each plugin's needs are provided by a plugin listed before it and
     that no service is provided twice."""
-    from .errors import MissingServiceError, ServiceConflictError
-    from .plugin import declared_providers
-
     providers: dict[str, str] = {}
     for entry in deployment.plugins:
         for need in entry.plugin.needs:
