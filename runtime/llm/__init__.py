@@ -45,6 +45,7 @@ from ._errors import ChunkProtocolError as ChunkProtocolError
 from ._errors import LlmCallError as LlmCallError
 from ._errors import ProviderConflictError as ProviderConflictError
 from ._request import CallConfig as CallConfig
+from ._request import CallKey as CallKey
 from ._request import LlmAdapter as LlmAdapter
 from ._request import LlmRequest as LlmRequest
 from ._request import ToolSpec as ToolSpec
@@ -61,6 +62,7 @@ __all__ = [
     "BlockStart",
     "BlockType",
     "CallConfig",
+    "CallKey",
     "CallId",
     "ChunkProtocolError",
     "ContentBlock",

@@ -11,7 +11,7 @@ import msgspec
 from ._chunks import StreamChunk
 from ._content import Message
 
-__all__ = ["CallConfig", "LlmAdapter", "LlmRequest", "ToolSpec"]
+__all__ = ["CallConfig", "CallKey", "LlmAdapter", "LlmRequest", "ToolSpec"]
 
 
 class ToolSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
@@ -34,8 +34,18 @@ class CallConfig(
     stop: tuple[str, ...] | None = None
 
 
+class CallKey(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """Which model call of a session this is: `attempt` counts from 1 within one (`turn`, `step`); a retry is the
+    next attempt. Never sent to a provider; the replay adapter serves recorded chunks by it."""
+
+    turn: int
+    step: int
+    attempt: int = 1
+
+
 class LlmRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
-    """One model call: routed by `provider`, sent to `model` with `system` first, then `messages`."""
+    """One model call: routed by `provider`, sent to `model` with `system` first, then `messages`. `session_id` and
+    `call` say which session and which call of it this is (the agent loop sets both); adapters never send them."""
 
     provider: str
     model: str
@@ -44,6 +54,7 @@ class LlmRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_onl
     tools: tuple[ToolSpec, ...] = ()
     config: CallConfig = CallConfig()
     session_id: str | None = None
+    call: CallKey | None = None
 
 
 class LlmAdapter(Protocol):

@@ -97,6 +97,7 @@ from ._services import SessionId as SessionId
 from ._services import SystemClock as SystemClock
 from ._services import UuidIds as UuidIds
 from ._store import SCHEMA_VERSION as SCHEMA_VERSION
+from ._store import STORE as STORE
 from ._store import SessionInfo as SessionInfo
 from ._store import SessionStore as SessionStore
 from ._store import SpawnedBy as SpawnedBy
@@ -147,6 +148,7 @@ __all__ = [
     "RequestHeader",
     "RequestHeaderData",
     "SCHEMA_VERSION",
+    "STORE",
     "SURFACE_TYPES",
     "SessionBusyError",
     "SessionEndSeed",

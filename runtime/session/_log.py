@@ -13,7 +13,7 @@ import anyio
 import anyio.to_thread
 
 from ._errors import SessionBusyError
-from ._events import Event, StoredEvent, encode_data
+from ._events import Event, StoredEvent, data_type, encode_data
 from ._repair import load_state, resume
 from ._rules import LogState
 from ._store import EventRow, SessionInfo, SessionStore, event_row
@@ -70,7 +70,10 @@ class SessionLog:
             source_event_seqs=event.source_event_seqs,
             ignorable=event.ignorable,
         )
-        state.feed(stored, data=event.data)
+        # A writer may log a richer data Struct than the log's own view of the type (the agent loop logs
+        # runtime.llm messages); the rules then read the data back from the JSON as written.
+        data = event.data if type(event.data) is data_type(stored.type) else None
+        state.feed(stored, data=data)
         self._pending.append(event_row(self.info.id, stored))
         self._wake.set()
         return stored

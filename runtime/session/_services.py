@@ -18,9 +18,13 @@ class Clock(Protocol):
 
 
 class IdMinter(Protocol):
-    """Mints session ids."""
+    """Mints session ids and the ids of the messages, retries and compactions logged in them."""
 
     def new_session_id(self) -> SessionId: ...
+
+    def new_id(self, kind: str) -> str:
+        """A fresh id for a `kind` of record (`message`, `retry`, `compaction`, ...)."""
+        ...
 
 
 class SystemClock:
@@ -35,6 +39,9 @@ class UuidIds:
 
     def new_session_id(self) -> SessionId:
         return SessionId(str(uuid.uuid4()))
+
+    def new_id(self, kind: str) -> str:
+        return str(uuid.uuid4())
 
 
 class FixedClock:
@@ -51,12 +58,18 @@ class FixedClock:
 
 
 class CountingIds:
-    """Deterministic ids `<prefix>-1`, `<prefix>-2`, ... (replay and tests)."""
+    """Deterministic ids: sessions `<prefix>-1`, `<prefix>-2`, ...; other records `<kind>-1`, ... counted per kind
+    (replay and tests)."""
 
     def __init__(self, prefix: str = "session") -> None:
         self._prefix = prefix
         self._count = 0
+        self._kinds: dict[str, int] = {}
 
     def new_session_id(self) -> SessionId:
         self._count += 1
         return SessionId(f"{self._prefix}-{self._count}")
+
+    def new_id(self, kind: str) -> str:
+        count = self._kinds[kind] = self._kinds.get(kind, 0) + 1
+        return f"{kind}-{count}"

@@ -17,6 +17,8 @@ from typing import Any
 import msgspec
 import sqlite_utils
 
+from runtime.kernel import ServiceKey
+
 from ._errors import (
     InvalidBoundaryError,
     OpenTurnError,
@@ -27,7 +29,7 @@ from ._errors import (
 from ._events import Replace, StoredEvent, SurfaceOp
 from ._services import Clock, IdMinter, SessionId, SystemClock, UuidIds
 
-__all__ = ["SCHEMA_VERSION", "EventRow", "SessionInfo", "SessionStore", "SpawnedBy"]
+__all__ = ["SCHEMA_VERSION", "STORE", "EventRow", "SessionInfo", "SessionStore", "SpawnedBy"]
 
 SCHEMA_VERSION = 1
 _BATCH = 2_000
@@ -457,3 +459,9 @@ class SessionStore:
             if row is not None:
                 return int(row[0]) if row[1] == "turn/start" else None
         return None
+
+
+STORE = ServiceKey[SessionStore]("session-store")
+"""The store agents log to. The host (the `dsh` command, a test, an embedding application) provides it on the root
+context before loading a deployment: where sessions live, and the clock and ids they are stamped with, are the
+host's choice, not a deployment's."""

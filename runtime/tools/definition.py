@@ -7,10 +7,13 @@ import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runtime.kernel import Context
 from runtime.kernel.errors import ToolError
+
+if TYPE_CHECKING:
+    from runtime.session import SessionLog
 
 __all__ = ["TOOL_NAME", "Tool", "ToolCall", "ToolContext", "ToolResult", "ToolDefinitionError"]
 
@@ -54,6 +57,10 @@ class ToolResult:
 class ToolContext:
     """Where one call runs: the calling agent's context (its scope and services), its workspace and the call id.
 
+    When the agent loop runs the call, `log` is the session's log (a tool that records a fact of its own, such as
+    `todo/write`, appends it there), `turn` and `step` locate the call, and `agent` is the calling
+    `runtime.agent.Agent` (subagent tools fork and spawn from it). Outside a loop they are None / 0.
+
     Cancellation arrives as anyio cancellation of the task running `execute`; a tool that must clean up does so in
     `finally` (with a shielded cancel scope for awaits).
     """
@@ -61,6 +68,10 @@ class ToolContext:
     ctx: Context
     cwd: Path
     call_id: str
+    log: SessionLog | None = None
+    turn: int = 0
+    step: int = 0
+    agent: Any = None
 
 
 Execute = Callable[[dict[str, Any], ToolContext], Awaitable[ToolResult | str]]

@@ -9,11 +9,21 @@ import anyio
 
 from runtime.kernel import Context, Disposer, NoConfig, Plugin, Scope, ServiceKey
 from runtime.kernel.errors import ToolError
+from runtime.prompt import SYSTEM_PROMPT, AssembleContext, ToolSchema, ToolSet
 
 from .arguments import ArgumentValidator
 from .definition import Tool, ToolCall, ToolContext, ToolResult
 
-__all__ = ["TOOLS", "TOOL_FAILED", "UNKNOWN_TOOL", "DuplicateToolError", "ToolRegistry", "ToolView", "plugin"]
+__all__ = [
+    "TOOLS",
+    "TOOL_FAILED",
+    "UNKNOWN_TOOL",
+    "DuplicateToolError",
+    "ToolRegistry",
+    "ToolView",
+    "plugin",
+    "tool_set",
+]
 
 UNKNOWN_TOOL = "UNKNOWN_TOOL"
 TOOL_FAILED = "TOOL_FAILED"
@@ -126,8 +136,25 @@ class ToolView:
 TOOLS = ServiceKey[ToolView]("tools")
 
 
+def tool_set(registry: ToolRegistry, home: Context, context: AssembleContext) -> ToolSet:
+    """The tools visible to the assembly's scope, as the prompt's tool provider returns them (in name order)."""
+    view = ToolView(registry, context.ctx if context.ctx is not None else home)
+    return ToolSet(
+        schemas=tuple(ToolSchema(t.name, t.description, dict(t.parameters)) for t in view.visible())
+    )
+
+
 def _apply(ctx: Context, config: NoConfig) -> None:
-    ctx.provide(TOOLS, ToolRegistry())
+    registry = ToolRegistry()
+    ctx.provide(TOOLS, registry)
+    if ctx.has(SYSTEM_PROMPT):
+        # The registry is the prompt's tool provider: what an agent may call is what its request lists.
+        ctx.get(SYSTEM_PROMPT).tools(lambda context: tool_set(registry, ctx, context))
 
 
-plugin = Plugin(name="tools", apply=_apply, provides=(TOOLS,))
+plugin = Plugin(
+    name="tools",
+    apply=_apply,
+    provides=(TOOLS,),
+    description="the tool registry; when the system prompt is loaded first, also its tool provider",
+)

@@ -1,0 +1,118 @@
+"""`AgentRegistry` (service `AGENTS`): creates, resumes and forks agents over the session store and disposes them;
+and the `agent` plugin, which provides it and registers the `model` and `cwd` prompt variables the loop owns."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from runtime.kernel import Context, NoConfig, Plugin, ServiceKey
+from runtime.llm import LLM
+from runtime.prompt import PERSONA_SECTION, SYSTEM_PROMPT, PromptSection
+from runtime.session import STORE, SessionStore, SpawnedBy, open_log
+from runtime.tools import TOOLS
+
+from ._agent import Agent, AgentOptions
+
+__all__ = ["AGENTS", "AgentRegistry", "last_turn_end", "plugin"]
+
+
+class AgentRegistry:
+    """The live agents of one host. Each agent is an async context: leaving it flushes and closes its log and
+    disposes its scope (its persona, tools and listeners)."""
+
+    def __init__(self, ctx: Context, store: SessionStore) -> None:
+        self._ctx = ctx
+        self.store = store
+        self._live: dict[str, Agent] = {}
+
+    def get(self, session_id: str) -> Agent | None:
+        """The live agent of `session_id`, if one is open in this process."""
+        return self._live.get(session_id)
+
+    def live(self) -> list[Agent]:
+        return list(self._live.values())
+
+    @asynccontextmanager
+    async def create(
+        self,
+        options: AgentOptions | None = None,
+        *,
+        parent: Agent | None = None,
+        spawned_by: SpawnedBy | None = None,
+    ) -> AsyncIterator[Agent]:
+        """A new session (a child of `parent` when given: one level deeper, linked by `spawned_by`)."""
+        options = options or AgentOptions()
+        cwd = options.cwd or (parent.cwd if parent is not None else None)
+        info = self.store.create(
+            cwd=None if cwd is None else str(cwd),
+            parent_id=None if parent is None else parent.id,
+            delegation_depth=0 if parent is None else parent.depth + 1,
+            spawned_by=spawned_by,
+        )
+        async with self._open(info.id, options, parent) as agent:
+            yield agent
+
+    @asynccontextmanager
+    async def resume(self, session_id: str, options: AgentOptions | None = None) -> AsyncIterator[Agent]:
+        """Continue a stored session (an open last turn is repaired first)."""
+        async with self._open(session_id, options or AgentOptions(), None) as agent:
+            yield agent
+
+    @asynccontextmanager
+    async def fork(
+        self, session_id: str, options: AgentOptions | None = None, *, at: int | None = None
+    ) -> AsyncIterator[Agent]:
+        """A new session that inherits `session_id`'s log by reference through seq `at`, by default through its last
+        `turn/end` (completed turns only: a turn in flight is never inherited)."""
+        boundary = at if at is not None else last_turn_end(self.store, session_id)
+        if boundary is None:
+            info = self.store.create(cwd=self.store.info(session_id).cwd)
+        else:
+            info = self.store.fork(session_id, at=boundary)
+        async with self._open(info.id, options or AgentOptions(), None) as agent:
+            yield agent
+
+    @asynccontextmanager
+    async def _open(
+        self, session_id: str, options: AgentOptions, parent: Agent | None
+    ) -> AsyncIterator[Agent]:
+        async with open_log(self.store, session_id) as log:
+            scope = self._ctx.scoped(f"agent:{session_id}")
+            try:
+                if options.persona is not None:
+                    scope.get(SYSTEM_PROMPT).section(PromptSection(PERSONA_SECTION, 0, options.persona))
+                agent = Agent(self, scope, log, options, parent=parent)
+                self._live[session_id] = agent
+                yield agent
+            finally:
+                self._live.pop(session_id, None)
+                scope.dispose()
+
+
+def last_turn_end(store: SessionStore, session_id: str) -> int | None:
+    """The seq of the last `turn/end` of a session's log (None: no turn has completed)."""
+    last = None
+    for event in store.events(session_id, types=("turn/end",)):
+        last = event.seq
+    return last
+
+
+AGENTS = ServiceKey[AgentRegistry]("agents")
+
+
+def _apply(ctx: Context, config: NoConfig) -> None:
+    ctx.provide(AGENTS, AgentRegistry(ctx, ctx.get(STORE)))
+    prompt = ctx.get(SYSTEM_PROMPT)
+    # The loop owns these facts: `assemble_context_for(agent)` states them, and the variables project them.
+    prompt.variable("model", lambda context: context.facts.get("model"))
+    prompt.variable("cwd", lambda context: context.facts.get("cwd"))
+
+
+plugin = Plugin(
+    name="agent",
+    apply=_apply,
+    needs=(STORE, SYSTEM_PROMPT, LLM, TOOLS),
+    provides=(AGENTS,),
+    description="the agent loop: agents over the session store, and the model and cwd prompt variables",
+)
