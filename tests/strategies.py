@@ -327,3 +327,24 @@ def valid_calls(draw: st.DrawFn) -> tuple[tuple[AssistantBlock, ...], list[Strea
         chunks.append(UsageChunk(draw(token_usages)))
     chunks.append(Finish(reason=draw(finish_reasons)))
     return blocks, chunks
+
+
+# ---------------------------------------------------------------- agent loop scripts
+
+AgentStep = tuple[str, int]
+"""One scripted model call of the agent loop: ("text", 0), ("calls", n tool calls) or ("fail", 0) (a SERVER
+failure that a retry policy answers with a new attempt)."""
+
+
+@st.composite
+def agent_turns(draw: st.DrawFn) -> list[list[AgentStep]]:
+    """Turns of scripted model calls: each turn is zero or more tool-calling or failing calls, then a text answer."""
+    turns: list[list[AgentStep]] = []
+    for _ in range(draw(st.integers(1, 3))):
+        steps = draw(
+            st.lists(
+                st.one_of(st.tuples(st.just("calls"), st.integers(1, 3)), st.just(("fail", 0))), max_size=3
+            )
+        )
+        turns.append([*steps, ("text", 0)])
+    return turns

@@ -10,6 +10,7 @@ PACKAGES = [
     "runtime.kernel",
     "runtime.cli",
     "runtime.tools",
+    "runtime.agent",
     "plugins.tool_bash",
     "plugins.tool_web",
     "plugins.tool_fs",

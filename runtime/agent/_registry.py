@@ -50,7 +50,7 @@ class AgentRegistry:
             delegation_depth=0 if parent is None else parent.depth + 1,
             spawned_by=spawned_by,
         )
-        async with self._open(info.id, options, parent) as agent:
+        async with self._open(info.id, options, parent, fresh=True) as agent:
             yield agent
 
     @asynccontextmanager
@@ -75,9 +75,10 @@ class AgentRegistry:
 
     @asynccontextmanager
     async def _open(
-        self, session_id: str, options: AgentOptions, parent: Agent | None
+        self, session_id: str, options: AgentOptions, parent: Agent | None, *, fresh: bool = False
     ) -> AsyncIterator[Agent]:
-        async with open_log(self.store, session_id) as log:
+        # a fresh session has nothing to repair and no seed to mark (spec §1.9); any other is resumed
+        async with open_log(self.store, session_id, repair=not fresh) as log:
             scope = self._ctx.scoped(f"agent:{session_id}")
             try:
                 if options.persona is not None:

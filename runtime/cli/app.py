@@ -13,6 +13,7 @@ from runtime.kernel import DshError
 
 from .config_cmd import config_app
 from .prompt_cmd import prompt
+from .run_cmd import run
 from .sessions_cmd import sessions_app
 
 __all__ = ["app", "main"]
@@ -27,6 +28,7 @@ app = typer.Typer(
 app.add_typer(config_app, name="config")
 app.add_typer(sessions_app, name="sessions")
 app.command("prompt")(prompt)
+app.command("run")(run)
 
 ENTRY_POINT_GROUP = "dsh.commands"
 

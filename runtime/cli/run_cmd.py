@@ -1,0 +1,79 @@
+"""`dsh run "PROMPT"`: one headless turn of a deployment's agent, streamed to the terminal; exits 1 if the turn
+ended in error, and continues a stored session with `--session`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import anyio
+import typer
+from rich.console import Console
+
+from runtime.agent import AGENTS, EVENT
+
+from .host import open_host
+from .sessions_cmd import StoreOption
+from .view import TerminalView
+
+__all__ = ["ConfigOption", "run"]
+
+ConfigOption = Annotated[
+    Path | None, typer.Option("--config", help="The deployment YAML file [default: $DSH_CONFIG].")
+]
+
+
+async def _run(
+    prompt: str,
+    *,
+    config: Path | None,
+    store: Path | None,
+    session: str | None,
+    model: str | None,
+    provider: str | None,
+    cwd: Path | None,
+    out: Console,
+) -> int:
+    with open_host(config, store) as host:
+        view = TerminalView(out)
+        host.ctx.on(EVENT, view.on_event)
+        agents = host.ctx.get(AGENTS)
+        if session is not None:
+            opened = agents.resume(session, host.options(model=model, provider=provider, cwd=cwd))
+        else:
+            opened = agents.create(host.options(model=model, provider=provider, cwd=cwd or Path.cwd()))
+        async with opened as agent:
+            outcome = await agent.run(prompt)
+        Console(stderr=True).print(f"[dim]session {agent.id}[/]", highlight=False)
+        return 1 if outcome.kind == "error" else 0
+
+
+def run(
+    prompt: Annotated[str, typer.Argument(help="What to ask the agent.")],
+    config: ConfigOption = None,
+    session: Annotated[str | None, typer.Option("--session", help="Continue this stored session.")] = None,
+    store: StoreOption = None,
+    model: Annotated[str | None, typer.Option(help="The model [default: the deployment's `model:`].")] = None,
+    provider: Annotated[
+        str | None, typer.Option(help="The provider route [default: the deployment's `provider:`].")
+    ] = None,
+    cwd: Annotated[
+        Path | None, typer.Option(help="The workspace [default: the current directory; a session's own].")
+    ] = None,
+) -> None:
+    """Run one turn headless and stream it: `dsh run "list the files here" --config examples/coding-agent.yml`."""
+    code = anyio.run(
+        lambda: _run(
+            prompt,
+            config=config,
+            store=store,
+            session=session,
+            model=model,
+            provider=provider,
+            cwd=cwd,
+            out=Console(soft_wrap=True),
+        )
+    )
+    if code:
+        sys.exit(code)

@@ -1,0 +1,188 @@
+"""The agent loop against a scripted adapter: a text turn, tool round trips, failures, retries and the event order."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from runtime.agent import AGENTS, ERROR, REQUEST_ERROR, AgentError, ErrorDecision, Fail, RequestFailure, Retry
+from runtime.llm import AssistantMessage, TextBlock, ToolResultBlock, UserMessage
+from runtime.session import STORE
+
+from .harness import (
+    MODEL,
+    OPTIONS,
+    PROVIDER,
+    ScriptedAdapter,
+    calls,
+    echo_tool,
+    event_types,
+    failure,
+    host,
+    text,
+)
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_a_text_turn_logs_the_spec_event_order(tmp_path: Path) -> None:
+    adapter = ScriptedAdapter([text("PONG", reasoning="say it")])
+    with host(tmp_path, adapter, persona="You are terse.") as ctx:
+        async with ctx.get(AGENTS).create(OPTIONS) as agent:
+            outcome = await agent.run("Reply PONG")
+        store = ctx.get(STORE)
+        types = event_types(store, agent.id)
+    assert outcome.kind == "completed"
+    assert outcome.text == "PONG"
+    chunks = ["assistant/chunk"] * 9
+    assert types == [
+        "turn/start",
+        "step/start",
+        "user/message",
+        "request/header",
+        *chunks,
+        "assistant/message",
+        "step/end",
+        "turn/end",
+    ]
+    request = adapter.requests[0]
+    assert request.provider == PROVIDER
+    assert request.model == MODEL
+    assert "You are terse." in request.system
+    assert request.call is not None
+    assert (request.call.turn, request.call.step, request.call.attempt) == (1, 1, 1)
+    assert [type(m) for m in request.messages] == [UserMessage]
+
+
+async def test_a_tool_round_trip_feeds_the_result_back(tmp_path: Path) -> None:
+    adapter = ScriptedAdapter([calls(("c1", "echo", '{"text": "hi"}')), text("done")])
+    with host(tmp_path, adapter, tool_list=[echo_tool()]) as ctx:
+        async with ctx.get(AGENTS).create(OPTIONS) as agent:
+            outcome = await agent.run("echo hi")
+            messages = agent.messages()
+        types = event_types(ctx.get(STORE), agent.id)
+    assert outcome.kind == "completed"
+    assert [t for t in types if not t.startswith("assistant/chunk")] == [
+        "turn/start",
+        "step/start",
+        "user/message",
+        "request/header",
+        "assistant/message",
+        "tool/call",
+        "tool/result",
+        "step/end",
+        "step/start",
+        "assistant/message",
+        "step/end",
+        "turn/end",
+    ]
+    result = messages[2]
+    assert isinstance(result, UserMessage)
+    block = result.content[0]
+    assert isinstance(block, ToolResultBlock)
+    assert block.content == (TextBlock("echo: hi"),)
+    assert not block.is_error
+    second = adapter.requests[1]
+    assert second.call is not None
+    assert (second.call.turn, second.call.step) == (1, 2)
+    assert [type(m) for m in second.messages] == [UserMessage, AssistantMessage, UserMessage]
+    assert [t.name for t in adapter.requests[0].tools] == ["echo"]
+
+
+async def test_parallel_calls_log_all_calls_then_all_results(tmp_path: Path) -> None:
+    adapter = ScriptedAdapter(
+        [calls(("a", "echo", '{"text": "1"}'), ("b", "echo", '{"text": "2"}')), text("both")]
+    )
+    with host(tmp_path, adapter, tool_list=[echo_tool()]) as ctx:
+        async with ctx.get(AGENTS).create(OPTIONS) as agent:
+            await agent.run("twice")
+        types = [t for t in event_types(ctx.get(STORE), agent.id) if t.startswith("tool/")]
+    assert types == ["tool/call", "tool/call", "tool/result", "tool/result"]
+
+
+@pytest.mark.parametrize(
+    ("call", "code"),
+    [(("x", "nope", "{}"), "UNKNOWN_TOOL"), (("x", "echo", '{"text": 3}'), "INVALID_ARGUMENTS")],
+)
+async def test_a_bad_call_is_an_error_result_and_the_turn_goes_on(
+    tmp_path: Path, call: tuple[str, str, str], code: str
+) -> None:
+    adapter = ScriptedAdapter([calls(call), text("sorry")])
+    with host(tmp_path, adapter, tool_list=[echo_tool()]) as ctx:
+        async with ctx.get(AGENTS).create(OPTIONS) as agent:
+            outcome = await agent.run("go")
+        results = list(ctx.get(STORE).events(agent.id, types=("tool/result",)))
+    assert outcome.kind == "completed"
+    assert f'"code":"{code}"' in results[0].data
+    assert '"isError":true' in results[0].data
+
+
+async def test_a_provider_failure_ends_the_turn_in_error_and_the_next_turn_works(tmp_path: Path) -> None:
+    adapter = ScriptedAdapter([failure("AUTH", "bad key"), text("ok")])
+    errors: list[AgentError] = []
+    with host(tmp_path, adapter) as ctx:
+
+        async def on_error(error: AgentError) -> None:
+            errors.append(error)
+
+        ctx.on(ERROR, on_error)
+        async with ctx.get(AGENTS).create(OPTIONS) as agent:
+            first = await agent.run("one")
+            second = await agent.run("two")
+        ends = [e.data for e in ctx.get(STORE).events(agent.id, types=("turn/end",))]
+    assert first.kind == "error"
+    assert first.failure is not None
+    assert first.failure.code == "AUTH"
+    assert second.kind == "completed"
+    assert second.turn == 2
+    assert '"reason":{"kind":"error","error":{"message":"bad key","code":"AUTH"}}' in ends[0]
+    assert len(errors) == 1
+    assert errors[0].turn == 1
+
+
+async def test_a_retry_is_a_new_attempt_in_the_same_step(tmp_path: Path) -> None:
+    adapter = ScriptedAdapter([failure("SERVER"), text("recovered")])
+    with host(tmp_path, adapter) as ctx:
+
+        async def retry_once(decision: ErrorDecision, failed: RequestFailure, next_: object) -> ErrorDecision:
+            return Retry() if failed.attempt == 1 else Fail()
+
+        ctx.on(REQUEST_ERROR, retry_once)
+        async with ctx.get(AGENTS).create(OPTIONS) as agent:
+            outcome = await agent.run("go")
+        types = event_types(ctx.get(STORE), agent.id)
+    assert outcome.kind == "completed"
+    keys = [(r.call.turn, r.call.step, r.call.attempt) for r in adapter.requests if r.call]
+    assert keys == [(1, 1, 1), (1, 1, 2)]
+    assert types.count("step/start") == 1
+    assert types.count("assistant/message") == 1
+
+
+async def test_max_tokens_drops_tool_calls_and_ends_the_turn_max_tokens(tmp_path: Path) -> None:
+    adapter = ScriptedAdapter([calls(("a", "echo", '{"text": "1"}'), max_tokens=True)])
+    with host(tmp_path, adapter, tool_list=[echo_tool()]) as ctx:
+        async with ctx.get(AGENTS).create(OPTIONS) as agent:
+            outcome = await agent.run("go")
+        types = event_types(ctx.get(STORE), agent.id)
+    assert outcome.kind == "max-tokens"
+    assert "tool/call" not in types
+
+
+async def test_a_cwd_persona_without_cwd_fails_the_turn_before_any_model_call(tmp_path: Path) -> None:
+    adapter = ScriptedAdapter([text("fine")])
+    with host(tmp_path, adapter, persona="Work in {{cwd}}.") as ctx:
+        agents = ctx.get(AGENTS)
+        async with agents.create(OPTIONS.__class__(provider=PROVIDER, model=MODEL)) as agent:
+            first = await agent.run("go")
+        assert first.kind == "error"
+        assert first.failure is not None
+        assert '"{{cwd}}"' in first.failure.message
+        assert adapter.requests == []
+        types = event_types(ctx.get(STORE), agent.id)
+        assert types == ["turn/start", "turn/end"]
+        async with agents.resume(agent.id, OPTIONS) as resumed:
+            second = await resumed.run("again")
+    assert second.kind == "completed"
+    assert len(adapter.requests) == 1
+    assert "Work in /work/project." in adapter.requests[0].system
