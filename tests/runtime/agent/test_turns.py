@@ -186,3 +186,53 @@ async def test_a_cwd_persona_without_cwd_fails_the_turn_before_any_model_call(tm
     assert second.kind == "completed"
     assert len(adapter.requests) == 1
     assert "Work in /work/project." in adapter.requests[0].system
+
+
+async def test_the_runtime_context_snapshot_follows_the_prompt_and_is_logged_only_when_it_changes(
+    tmp_path: Path,
+) -> None:
+    from runtime.prompt import SYSTEM_PROMPT, PromptContext
+
+    adapter = ScriptedAdapter([text("a"), text("b"), text("c")])
+    clock = {"now": "noon"}
+    with host(tmp_path, adapter) as ctx:
+        ctx.get(SYSTEM_PROMPT).context(PromptContext("clock", 10, lambda context: f"it is {clock['now']}"))
+        async with ctx.get(AGENTS).create(OPTIONS) as agent:
+            await agent.run("one")
+            await agent.run("two")
+            clock["now"] = "dusk"
+            await agent.run("three")
+        store = ctx.get(STORE)
+        types = event_types(store, agent.id)
+        users = [e.data for e in store.events(agent.id, types=("user/message",))]
+    first = types[: types.index("request/header") + 1]
+    assert first == ["turn/start", "step/start", "user/message", "user/message", "request/header"]
+    snapshots = [u for u in users if '"form":"snapshot"' in u]
+    assert len(snapshots) == 2
+    assert "it is noon" in snapshots[0]
+    assert "it is dusk" in snapshots[1]
+    assert len(users) == 5
+
+
+async def test_a_fork_inherits_completed_turns_only_and_numbers_on(tmp_path: Path) -> None:
+    adapter = ScriptedAdapter([text("first"), text("child answer")])
+    with host(tmp_path, adapter) as ctx:
+        agents = ctx.get(AGENTS)
+        store = ctx.get(STORE)
+        async with agents.create(OPTIONS) as parent:
+            await parent.run("remember 42")
+            # the parent opens a second turn that is still in flight when the fork happens
+            from runtime.session import TurnStart, TurnStartData
+
+            await parent.append(TurnStart(data=TurnStartData(turn=2)))
+            await parent.log.flush()
+            async with agents.fork(parent.id, OPTIONS) as child:
+                assert [m.content for m in child.messages()] == [m.content for m in parent.messages()]
+                outcome = await child.run("what did I say?")
+            info = store.info(child.id)
+        parent_types = event_types(store, parent.id)
+    assert outcome.turn == 2
+    assert info.parent_id == parent.id
+    assert info.seed_length == parent_types.index("turn/end") + 1
+    child_request = adapter.requests[1]
+    assert len(child_request.messages) == 3  # the parent's completed turn, then the child's own prompt
