@@ -163,3 +163,16 @@ def test_needs_the_prompt_and_the_tool_registry() -> None:
     bare.plugin(tools_plugin)
     with pytest.raises(MissingServiceError, match='"system-prompt"'):
         bare.plugin(plugin)
+
+
+def test_loaded_in_an_agent_scope_its_tool_and_section_stay_in_that_scope() -> None:
+    ctx = tool_host()
+    agent = ctx.scoped("agent:a")
+    loaded = agent.plugin(plugin)
+    assert model_view(agent)[1][0]["name"] == "bash"
+    assert text(SECTION) in model_view(agent)[0]
+    assert model_view(ctx)[1] == []
+    assert text(SECTION) not in model_view(ctx)[0]
+    assert model_view(ctx.scoped("agent:b")) == model_view(ctx)
+    loaded.unload()
+    assert model_view(agent) == model_view(ctx)
