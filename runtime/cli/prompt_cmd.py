@@ -49,18 +49,24 @@ def _assemble(config: Path, *, model: str | None, cwd: str | None) -> PromptAsse
 
 
 def _render(assembly: PromptAssembly) -> str:
-    """`render_prompt`, with a hint when a template names an agent variable the deployment never registered."""
+    """`render_prompt`, with a hint when a template names an agent variable: the deployment never registered it (no
+    agent plugin), or this command had no value to state for it (no `--model`/`model:`, no `--cwd`)."""
     try:
         return render_prompt(assembly)
     except PromptRenderError as error:
-        if error.variable in _AGENT_VARIABLES and error.variable not in assembly.variables:
-            raise PromptRenderError(
-                f"{error}. {{{{{error.variable}}}}} is registered by the agent plugin: add "
-                "`{id: agent, use: runtime.agent}` to the deployment",
-                section=error.section,
-                variable=error.variable,
-            ) from error
-        raise
+        name = error.variable
+        if name not in _AGENT_VARIABLES:
+            raise
+        if name not in assembly.variables:
+            hint = (
+                f"{{{{{name}}}}} is registered by the agent plugin: add `{{id: agent, use: runtime.agent}}` to "
+                "the deployment"
+            )
+        elif name == "model":
+            hint = "dsh prompt states it from --model, or the deployment's `model:` key"
+        else:
+            hint = "dsh prompt states it from --cwd"
+        raise PromptRenderError(f"{error}. {hint}", section=error.section, variable=name) from error
 
 
 def prompt(

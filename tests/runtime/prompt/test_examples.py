@@ -95,8 +95,10 @@ def test_dsh_prompt_acp_without_cwd_fails_loudly() -> None:
     result = runner.invoke(app, ["prompt", "--config", str(ACP)])
     assert isinstance(result.exception, PromptRenderError)
     assert str(result.exception) == (
-        'prompt variable "{{cwd}}" has no value for this assembly (section "deployment:persona")'
+        'prompt variable "{{cwd}}" has no value for this assembly (section "deployment:persona"). '
+        "dsh prompt states it from --cwd"
     )
+    assert result.exception.variable == "cwd"
 
 
 def test_a_persona_typo_fails_naming_the_section_and_the_registered_variables(tmp_path: Path) -> None:
