@@ -14,6 +14,7 @@ PACKAGES = [
     "plugins.tool_bash",
     "plugins.tool_web",
     "plugins.tool_fs",
+    "plugins.tool_todo",
     "runtime.prompt",
     "runtime.session",
     "runtime.llm",

@@ -12,6 +12,7 @@ import anyio
 import msgspec
 
 from runtime.kernel import Context, Plugin
+from runtime.prompt import SYSTEM_PROMPT, PromptSection
 from runtime.tools import TOOLS, Tool, ToolContext, ToolResult
 
 from .shell import ShellOutcome, TailBuffer, run_shell
@@ -27,13 +28,14 @@ DESCRIPTION = (
     "Prefer the dedicated file tools for reading, writing, editing and searching files."
 )
 
-# Cross-call habit only: what each call's semantics are lives in DESCRIPTION.
-SECTION = (
+SECTION = PromptSection(
     "tool:bash",
     105,
     "After every bash call, look for the `[exit code: N]` marker before trusting the output; when a command "
     "failed, find out why before moving on.",
 )
+"""The cross-call habit a single call's description cannot carry (check every result's exit code); what a call does
+lives in DESCRIPTION."""
 
 PARAMETERS: dict[str, Any] = {
     "type": "object",
@@ -130,6 +132,13 @@ def _make_tool(config: BashConfig) -> Tool:
 
 def _apply(ctx: Context, config: BashConfig) -> None:
     ctx.get(TOOLS).register(_make_tool(config))
+    ctx.get(SYSTEM_PROMPT).section(SECTION)
 
 
-plugin = Plugin(name="tool-bash", apply=_apply, config=BashConfig, needs=(TOOLS,))
+plugin = Plugin(
+    name="tool-bash",
+    apply=_apply,
+    config=BashConfig,
+    needs=(SYSTEM_PROMPT, TOOLS),
+    description="the bash tool, and its tool:bash prompt section",
+)

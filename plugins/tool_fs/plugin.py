@@ -11,6 +11,7 @@ from typing import Any
 import anyio
 
 from runtime.kernel import Context, Plugin
+from runtime.prompt import SYSTEM_PROMPT
 from runtime.tools import TOOLS, Tool, ToolContext, ToolResult
 
 from .config import Config, ToolName
@@ -20,6 +21,7 @@ from .find import glob_files
 from .grep import GrepLimits, grep_files
 from .paths import Workspace
 from .read import ReadCaps, read_path
+from .sections import SECTIONS
 from .write import write_path
 
 __all__ = ["plugin", "tools"]
@@ -244,7 +246,11 @@ _BUILDERS: dict[ToolName, Callable[[Config], Tool]] = {
 
 def tools(config: Config) -> list[Tool]:
     """The tools `config` enables, in the order read, write, edit, glob, grep."""
-    return [build(config) for name, build in _BUILDERS.items() if name in config.tools]
+    return [tool for _, tool in _enabled(config)]
+
+
+def _enabled(config: Config) -> list[tuple[ToolName, Tool]]:
+    return [(name, build(config)) for name, build in _BUILDERS.items() if name in config.tools]
 
 
 def _workspace(config: Config, context: ToolContext) -> Workspace:
@@ -278,14 +284,17 @@ def _os_code(error: OSError) -> str:
 
 def _apply(ctx: Context, config: Config) -> None:
     registry = ctx.get(TOOLS)
-    for tool in tools(config):
+    prompt = ctx.get(SYSTEM_PROMPT)
+    for name, tool in _enabled(config):
         registry.register(tool)
+        prompt.section(SECTIONS[name])  # a tool left out by config brings no section
 
 
 plugin = Plugin(
     name="tool_fs",
     apply=_apply,
     config=Config,
-    needs=(TOOLS,),
-    description="The file tools read, write, edit, glob and grep, confined to the workspace root.",
+    needs=(SYSTEM_PROMPT, TOOLS),
+    description="The file tools read, write, edit, glob and grep, confined to the workspace root, and their "
+    "prompt sections.",
 )

@@ -8,6 +8,7 @@ from typing import Any, Literal
 import msgspec
 
 from runtime.kernel import Context, Plugin
+from runtime.prompt import SYSTEM_PROMPT, PromptSection
 from runtime.tools import TOOLS, Tool, ToolContext, ToolResult
 
 from .fetch import FetchError, FetchLimits, fetch_page
@@ -15,12 +16,14 @@ from .search import SearchBackend, SearchResults, SearxngBackend
 
 __all__ = ["FETCH_SECTION", "SEARCH_SECTION", "SearchConfig", "WebConfig", "plugin"]
 
-# Cross-call habits only; each tool's semantics live in its description.
-FETCH_SECTION = ("tool:web_fetch", 111, "When an answer relies on a fetched page, cite its URL as a link.")
-SEARCH_SECTION = (
-    "tool:web_search",
-    110,
-    "Search before answering questions about recent or unfamiliar facts, and cite the sources you relied on.",
+# Cross-call habits only (cite what you relied on); what each tool does and when to use it live in its
+# description. The orders are the original's: search (110) before fetch (111), both after the file tools and bash
+# (100-105), leaving 106-109 for other local tools' guidance.
+FETCH_SECTION = PromptSection(
+    "tool:web_fetch", 111, "When an answer relies on a fetched page, cite its URL as a link."
+)
+SEARCH_SECTION = PromptSection(
+    "tool:web_search", 110, "When an answer relies on web_search results, cite the sources you used."
 )
 
 FETCH_DESCRIPTION = (
@@ -29,8 +32,9 @@ FETCH_DESCRIPTION = (
     "at a size limit, and the result says so. Private and local network addresses are refused."
 )
 SEARCH_DESCRIPTION = (
-    "Search the web. Give one or more queries; each returns a short answer when the search engine has one, then "
-    "the top results as title, URL and snippet. Fetch a result with web_fetch to read it in full."
+    "Search the web. Use it before answering questions about recent events or facts you are unsure of. Give one "
+    "or more queries; each returns a short answer when the search engine has one, then the top results as title, "
+    "URL and snippet. Fetch a result with web_fetch to read it in full."
 )
 
 
@@ -126,8 +130,11 @@ def _search_tool(search: SearchConfig, backend: SearchBackend) -> Tool:
 
 def _apply(ctx: Context, config: WebConfig) -> None:
     tools = ctx.get(TOOLS)
+    prompt = ctx.get(SYSTEM_PROMPT)
+    # Each section comes with its tool: no search backend, no web_search and no guidance about it.
     if config.fetch:
         tools.register(_fetch_tool(config))
+        prompt.section(FETCH_SECTION)
     if config.search is not None:
         backend = SearxngBackend(
             config.search.base_url,
@@ -135,6 +142,13 @@ def _apply(ctx: Context, config: WebConfig) -> None:
             timeout_seconds=config.timeout_ms / 1000,
         )
         tools.register(_search_tool(config.search, backend))
+        prompt.section(SEARCH_SECTION)
 
 
-plugin = Plugin(name="tool-web", apply=_apply, config=WebConfig, needs=(TOOLS,))
+plugin = Plugin(
+    name="tool-web",
+    apply=_apply,
+    config=WebConfig,
+    needs=(SYSTEM_PROMPT, TOOLS),
+    description="web_fetch, and web_search when a backend is configured, with their prompt sections",
+)

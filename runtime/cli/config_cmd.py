@@ -12,6 +12,8 @@ from rich.table import Table
 
 from runtime.kernel import check_needs, load_deployment
 
+from .host import HOST_SERVICES
+
 __all__ = ["config_app"]
 
 config_app = typer.Typer(help="Deployment config files.", no_args_is_help=True)
@@ -22,9 +24,11 @@ def check(
     file: Annotated[Path, typer.Argument(help="The deployment YAML file.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the plugin list as JSON.")] = False,
 ) -> None:
-    """Validate FILE without applying any plugin, and list its plugins with what each provides and needs."""
+    """Validate FILE without applying any plugin, and list its plugins with what each provides and needs. The
+    services the dsh command itself provides (the session store) count as present."""
     deployment = load_deployment(file)
-    check_needs(deployment)
+    check_needs(deployment, host=HOST_SERVICES)
+    host = [key.name for key in HOST_SERVICES]
     rows = [
         {
             "id": entry.id,
@@ -35,10 +39,11 @@ def check(
         for entry in deployment.plugins
     ]
     if as_json:
-        typer.echo(json.dumps({"file": str(file), "plugins": rows}))
+        typer.echo(json.dumps({"file": str(file), "host": host, "plugins": rows}))
         return
     console = Console()
     console.print(f"{file}: {len(rows)} plugins, loaded in this order", highlight=False, soft_wrap=True)
+    console.print(f"provided by the dsh command: {', '.join(host)}", highlight=False, soft_wrap=True)
     table = Table()
     for column in ("#", "id", "use", "provides", "needs"):
         table.add_column(column)

@@ -1,5 +1,6 @@
-"""The host side of every command that runs agents (`dsh run`, and later chat, acp, replay): open the session
-store, provide it on a root context, load the deployment into it, and work out the agents' options."""
+"""The host side of every command that loads a deployment: the services the `dsh` command provides on the root
+context before loading it (the session store: where sessions live is the host's choice, not the deployment's), and
+opening a deployment over them, for inspection (`scratch_host`) or to run agents (`open_host`)."""
 
 from __future__ import annotations
 
@@ -8,16 +9,22 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from tempfile import TemporaryDirectory
+from typing import Any
 
 from runtime.agent import AgentOptions
-from runtime.kernel import ConfigError, Context, Deployment, load_deployment, load_deployment_into
+from runtime.kernel import ConfigError, Context, Deployment, ServiceKey, load_deployment, load_deployment_into
 from runtime.session import STORE, SessionStore
 
 from .sessions_cmd import default_store_path
 
-__all__ = ["CONFIG_ENV", "Host", "deployment_path", "open_host"]
+__all__ = ["CONFIG_ENV", "HOST_SERVICES", "Host", "deployment_path", "open_host", "scratch_host"]
 
 CONFIG_ENV = "DSH_CONFIG"
+
+HOST_SERVICES: tuple[ServiceKey[Any], ...] = (STORE,)
+"""The services the `dsh` command provides on the root context (the session store); `dsh config check` counts them
+as present."""
 
 
 @dataclass(frozen=True)
@@ -64,4 +71,20 @@ def open_host(config: Path | None, store: Path | None) -> Iterator[Host]:
         finally:
             for plugin in reversed(loaded):
                 plugin.unload()
+            ctx.dispose()
+
+
+@contextmanager
+def scratch_host() -> Iterator[Context]:
+    """A root context providing every host service over throwaway state (a session store in a temporary
+    directory, removed on exit): for commands that load a deployment to inspect it, never to run sessions."""
+    with (
+        TemporaryDirectory(prefix="dsh-") as directory,
+        SessionStore(Path(directory) / "sessions.db") as store,
+    ):
+        ctx = Context()
+        ctx.provide(STORE, store)
+        try:
+            yield ctx
+        finally:
             ctx.dispose()

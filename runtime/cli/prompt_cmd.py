@@ -1,5 +1,9 @@
 """`dsh prompt --config FILE`: load a deployment, assemble its prompt and print the rendered system prompt and the
-tool schemas a model request would carry (or the render error)."""
+tool schemas a model request would carry (or the render error).
+
+The deployment is loaded as the `dsh` command loads it (over the host services, here a throwaway session store),
+so the `model` and `cwd` variables are the agent plugin's (`runtime.agent`), fed the same facts the loop states for
+an agent: `--model` (default: the deployment's `model:` key) and `--cwd`."""
 
 from __future__ import annotations
 
@@ -11,34 +15,58 @@ import anyio
 import msgspec
 import typer
 
-from runtime.kernel import Context, load_deployment, load_deployment_into
+from runtime.kernel import load_deployment, load_deployment_into
 from runtime.prompt import (
     SYSTEM_PROMPT,
     AssembleContext,
     PromptAssembly,
+    PromptRenderError,
     render_context_snapshot,
     render_prompt,
 )
 
+from .host import scratch_host
+
 __all__ = ["prompt"]
+
+# The variables the agent plugin registers: the loop owns these facts (spec/prompt-and-subagents.md §1.11).
+_AGENT_VARIABLES = ("model", "cwd")
 
 
 def _assemble(config: Path, *, model: str | None, cwd: str | None) -> PromptAssembly:
     deployment = load_deployment(config)
-    ctx = Context()
-    loaded = load_deployment_into(ctx, deployment)
+    with scratch_host() as ctx:
+        loaded = load_deployment_into(ctx, deployment)
+        try:
+            # The facts `assemble_context_for(agent)` would state for an agent of this deployment.
+            facts = {
+                key: value for key, value in (("model", model or deployment.model), ("cwd", cwd)) if value
+            }
+            return anyio.run(ctx.get(SYSTEM_PROMPT).assemble, AssembleContext(ctx=ctx, facts=facts))
+        finally:
+            for plugin in reversed(loaded):
+                plugin.unload()
+
+
+def _render(assembly: PromptAssembly) -> str:
+    """`render_prompt`, with a hint when a template names an agent variable: the deployment never registered it (no
+    agent plugin), or this command had no value to state for it (no `--model`/`model:`, no `--cwd`)."""
     try:
-        system_prompt = ctx.get(SYSTEM_PROMPT)
-        # Stand-in until the agent loop (runtime.agent) exists: the loop owns the `model` and `cwd` variables,
-        # as pure projections of the agent it assembles for. This command states the same facts from its options.
-        system_prompt.variable("model", lambda context: context.facts.get("model"))
-        system_prompt.variable("cwd", lambda context: context.facts.get("cwd"))
-        facts = {key: value for key, value in (("model", model or deployment.model), ("cwd", cwd)) if value}
-        return anyio.run(system_prompt.assemble, AssembleContext(ctx=ctx, facts=facts))
-    finally:
-        for plugin in reversed(loaded):
-            plugin.unload()
-        ctx.dispose()
+        return render_prompt(assembly)
+    except PromptRenderError as error:
+        name = error.variable
+        if name not in _AGENT_VARIABLES:
+            raise
+        if name not in assembly.variables:
+            hint = (
+                f"{{{{{name}}}}} is registered by the agent plugin: add `{{id: agent, use: runtime.agent}}` to "
+                "the deployment"
+            )
+        elif name == "model":
+            hint = "dsh prompt states it from --model, or the deployment's `model:` key"
+        else:
+            hint = "dsh prompt states it from --cwd"
+        raise PromptRenderError(f"{error}. {hint}", section=error.section, variable=name) from error
 
 
 def prompt(
@@ -56,7 +84,7 @@ def prompt(
 ) -> None:
     """Print the system prompt and tool schemas CONFIG's deployment would send; a template error exits with 2."""
     assembly = _assemble(config, model=model, cwd=cwd)
-    system = render_prompt(assembly)
+    system = _render(assembly)
     contexts = render_context_snapshot(assembly)
     tools = msgspec.to_builtins(assembly.tools)
     if as_json:

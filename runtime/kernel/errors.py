@@ -158,11 +158,13 @@ class PromptError(DshError):
 
 
 class PromptRenderError(PromptError, ValueError):
-    """The strict renderer refused a template; `section` names where."""
+    """The strict renderer refused a template; `section` names where, and `variable` the name of an unknown or
+    valueless reference (None for a malformed one)."""
 
-    def __init__(self, message: str, *, section: str) -> None:
+    def __init__(self, message: str, *, section: str, variable: str | None = None) -> None:
         super().__init__(message)
         self.section = section
+        self.variable = variable
 
 
 class LlmError(DshError):

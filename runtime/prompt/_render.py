@@ -74,11 +74,14 @@ def _interpolate(text: str, variables: Mapping[str, str | None], *, name: str, k
                 raise PromptRenderError(
                     f'unknown prompt variable "{{{{{ref}}}}}" in {where}; registered variables: {registered}',
                     section=name,
+                    variable=ref,
                 )
             value = variables[ref]
             if value is None:
                 raise PromptRenderError(
-                    f'prompt variable "{{{{{ref}}}}}" has no value for this assembly ({where})', section=name
+                    f'prompt variable "{{{{{ref}}}}}" has no value for this assembly ({where})',
+                    section=name,
+                    variable=ref,
                 )
             if not isinstance(value, str):
                 raise TypeError(

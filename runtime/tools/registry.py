@@ -106,6 +106,10 @@ class ToolView:
         entries = self._registry._visible(self._ctx.scope)
         return [entries[name].tool for name in sorted(entries)]
 
+    def snapshot(self) -> dict[str, list[str]]:
+        """Every layer's tool names (the whole registry, not only this view's): for tests and diagnostics."""
+        return self._registry.snapshot()
+
     def get(self, name: str) -> Tool | None:
         entry = self._registry._visible(self._ctx.scope).get(name)
         return entry.tool if entry else None

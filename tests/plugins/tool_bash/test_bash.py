@@ -11,15 +11,16 @@ from pathlib import Path
 import anyio
 import pytest
 
-from plugins.tool_bash import BashConfig, plugin
-from runtime.kernel import ConfigError, Context
+from plugins.tool_bash import SECTION, BashConfig, plugin
+from runtime.kernel import ConfigError, Context, MissingServiceError
 from runtime.tools import TOOLS, ToolCall, ToolContext, ToolResult
 from runtime.tools import plugin as tools_plugin
 
+from ..tool_host import model_view, registries, text, tool_host
+
 
 def host(config: dict[str, int] | None = None) -> Context:
-    ctx = Context()
-    ctx.plugin(tools_plugin)
+    ctx = tool_host()
     ctx.plugin(plugin, config)
     return ctx
 
@@ -136,10 +137,42 @@ def test_config_is_checked() -> None:
     assert BashConfig().timeout_ms == 120_000
 
 
-def test_unloading_removes_the_tool() -> None:
-    ctx = Context()
-    ctx.plugin(tools_plugin)
+def test_loading_registers_the_tool_and_its_section_and_unloading_removes_both() -> None:
+    ctx = tool_host()
+    before = registries(ctx)
     loaded = ctx.plugin(plugin)
-    assert [t.name for t in ctx.get(TOOLS).visible()] == ["bash"]
+    system, tools = model_view(ctx)
+    assert [t["name"] for t in tools] == ["bash"]
+    assert text(SECTION) in system
     loaded.unload()
-    assert ctx.get(TOOLS).visible() == []
+    assert registries(ctx) == before
+    system, tools = model_view(ctx)
+    assert tools == []
+    assert text(SECTION) not in system
+
+
+def test_the_section_holds_only_the_exit_code_habit() -> None:
+    assert (SECTION.name, SECTION.order) == ("tool:bash", 105)
+    assert "[exit code: N]" in text(SECTION)
+    assert "bash -c" not in text(SECTION)  # what a call does is the description's
+    assert "timeout" not in text(SECTION).lower()
+
+
+def test_needs_the_prompt_and_the_tool_registry() -> None:
+    bare = Context()
+    bare.plugin(tools_plugin)
+    with pytest.raises(MissingServiceError, match='"system-prompt"'):
+        bare.plugin(plugin)
+
+
+def test_loaded_in_an_agent_scope_its_tool_and_section_stay_in_that_scope() -> None:
+    ctx = tool_host()
+    agent = ctx.scoped("agent:a")
+    loaded = agent.plugin(plugin)
+    assert model_view(agent)[1][0]["name"] == "bash"
+    assert text(SECTION) in model_view(agent)[0]
+    assert model_view(ctx)[1] == []
+    assert text(SECTION) not in model_view(ctx)[0]
+    assert model_view(ctx.scoped("agent:b")) == model_view(ctx)
+    loaded.unload()
+    assert model_view(agent) == model_view(ctx)

@@ -11,7 +11,8 @@ from typing import Any
 from plugins.tool_fs import plugin as fs_plugin
 from runtime.kernel import Context
 from runtime.tools import TOOLS, ToolCall, ToolContext, ToolResult
-from runtime.tools import plugin as tools_plugin
+
+from ..tool_host import tool_host
 
 
 @dataclass
@@ -38,7 +39,6 @@ class Fs:
 
 
 def load(root: Path, config: Mapping[str, Any] | None = None) -> Fs:
-    ctx = Context()
-    ctx.plugin(tools_plugin)
+    ctx = tool_host()
     ctx.plugin(fs_plugin, config)
     return Fs(ctx, root)

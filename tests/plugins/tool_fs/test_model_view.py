@@ -1,22 +1,17 @@
-"""Golden snapshots of what the model sees of this package: each tool's name, description and schema, and the
-prompt sections' text."""
+"""Prompt golden: what the model sees of a deployment of `runtime.prompt`, `runtime.tools` and `tool_fs` (the
+rendered system prompt with the file tools' sections, and each tool's name, description and schema)."""
 
 from __future__ import annotations
 
 from syrupy.assertion import SnapshotAssertion
-from syrupy.extensions.json import JSONSnapshotExtension
 
-from plugins.tool_fs import SECTIONS, Config, tools
+from plugins.tool_fs import SECTIONS, plugin
 
-
-def test_tool_definitions(snapshot: SnapshotAssertion) -> None:
-    definitions = [
-        {"name": tool.name, "description": tool.description, "parameters": tool.parameters}
-        for tool in tools(Config())
-    ]
-    assert definitions == snapshot(extension_class=JSONSnapshotExtension)
+from ..tool_host import load_and_view, text
 
 
-def test_sections(snapshot: SnapshotAssertion) -> None:
-    sections = [{"name": name, "order": order, "text": text} for name, order, text in SECTIONS]
-    assert sections == snapshot(extension_class=JSONSnapshotExtension)
+def test_model_view(snapshot: SnapshotAssertion) -> None:
+    system, tools = load_and_view(plugin)
+    assert [text(section) in system for section in SECTIONS.values()] == [True] * 5
+    assert system == snapshot(name="system")
+    assert tools == snapshot(name="tools")

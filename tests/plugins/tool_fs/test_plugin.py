@@ -11,9 +11,11 @@ import pytest
 import plugins.tool_fs as tool_fs
 from plugins.tool_fs import SECTIONS, Config, plugin
 from runtime.kernel import ConfigError, Context, MissingServiceError
+from runtime.prompt import SYSTEM_PROMPT
 from runtime.tools import TOOLS
 from runtime.tools import plugin as tools_plugin
 
+from ..tool_host import model_view, registries, text, tool_host
 from .harness import load
 
 # Parameter names, types and required lists of the original's tools (fixtures-harness/text-turn/
@@ -69,8 +71,7 @@ def test_config_chooses_the_tools(tmp_path: Path) -> None:
     ],
 )
 def test_config_is_strict(config: dict[str, Any], path: str) -> None:
-    ctx = Context()
-    ctx.plugin(tools_plugin)
+    ctx = tool_host()
     with pytest.raises(ConfigError) as caught:
         ctx.plugin(plugin, config)
     assert caught.value.plugin == "tool_fs"
@@ -78,40 +79,66 @@ def test_config_is_strict(config: dict[str, Any], path: str) -> None:
     assert Config() == Config(tools=("read", "write", "edit", "glob", "grep"))
 
 
-def test_needs_the_tool_registry() -> None:
-    with pytest.raises(MissingServiceError, match='"tools"'):
+def test_needs_the_prompt_and_the_tool_registry() -> None:
+    with pytest.raises(MissingServiceError, match='"system-prompt"'):
         Context().plugin(plugin)
+    ctx = tool_host()
+    ctx.get(TOOLS)  # both present: it loads
+    ctx.plugin(plugin)
+    bare = Context()
+    bare.plugin(tools_plugin)
+    with pytest.raises(MissingServiceError, match='"system-prompt"'):
+        bare.plugin(plugin)
 
 
-def test_unloading_removes_its_tools(tmp_path: Path) -> None:
-    ctx = Context()
-    ctx.plugin(tools_plugin)
-    registry = ctx.get(TOOLS)
-    before = registry.visible()
+def test_unloading_removes_its_tools_and_sections(tmp_path: Path) -> None:
+    ctx = tool_host()
+    before = registries(ctx)
     loaded = ctx.plugin(plugin)
-    assert len(registry.visible()) == len(before) + 5
+    system, tools = model_view(ctx)
+    assert len(tools) == 5
+    assert all(text(section) in system for section in SECTIONS.values())
     loaded.unload()
-    assert registry.visible() == before
+    assert registries(ctx) == before
     again = ctx.plugin(plugin, {"tools": ["read"]})  # loads cleanly again: nothing was left behind
-    assert [tool.name for tool in registry.visible()] == ["read"]
+    assert [tool["name"] for tool in model_view(ctx)[1]] == ["read"]
     again.unload()
-    assert registry.visible() == before
+    assert registries(ctx) == before
+
+
+def test_a_tool_left_out_brings_no_section() -> None:
+    ctx = tool_host()
+    ctx.plugin(plugin, {"tools": ["read", "grep"]})
+    system, _ = model_view(ctx)
+    shown = [name for name, section in SECTIONS.items() if text(section) in system]
+    assert shown == ["read", "grep"]
+    assert [name for name, _, _ in ctx.get(SYSTEM_PROMPT).describe()[""]["sections"]] == [
+        "harness:identity",
+        "deployment:persona",
+        "tool:read",
+        "tool:grep",
+    ]
 
 
 def test_sections_hold_only_cross_call_habits() -> None:
-    assert [(name, order) for name, order, _ in SECTIONS] == [
-        ("tool:read", 100),
-        ("tool:write", 101),
-        ("tool:edit", 102),
-        ("tool:glob", 103),
-        ("tool:grep", 104),
+    assert [(name, s.name, s.order) for name, s in SECTIONS.items()] == [
+        ("read", "tool:read", 100),
+        ("write", "tool:write", 101),
+        ("edit", "tool:edit", 102),
+        ("glob", "tool:glob", 103),
+        ("grep", "tool:grep", 104),
     ]
-    texts = dict((name, text) for name, _, text in SECTIONS)
-    assert "not shell commands like cat" in texts["tool:read"]
-    for text in texts.values():
-        assert "{{" not in text  # no prompt variables: nothing here needs one
-        assert "2000" not in text  # caps belong to the descriptions
-        assert "KB" not in text
+    assert "not shell commands like cat" in text(SECTIONS["read"])
+    descriptions = {tool.name: tool.description for tool in load(Path.cwd()).ctx.get(TOOLS).visible()}
+    for section in SECTIONS.values():
+        body = text(section)
+        assert "{{" not in body  # no prompt variables: nothing here needs one
+        assert "2000" not in body  # caps belong to the descriptions
+        assert "KB" not in body
+        assert "offset" not in body  # windowed reading is read's semantics: its description says it
+    # When to prefer edit is the description's to say, not the section's.
+    assert "use edit instead" in descriptions["write"]
+    assert "edit" not in text(SECTIONS["write"])
 
 
 def test_all_is_honest() -> None:

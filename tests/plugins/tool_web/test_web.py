@@ -15,8 +15,10 @@ import pytest
 
 from plugins.tool_web import html_to_text, plugin
 from runtime.kernel import Context
+from runtime.prompt import SYSTEM_PROMPT
 from runtime.tools import TOOLS, ToolCall, ToolContext, ToolResult
-from runtime.tools import plugin as tools_plugin
+
+from ..tool_host import registries, tool_host
 
 PAGE = b"""<html><head><title>T</title><style>p{}</style></head><body>
 <script>alert('x')</script><h1>Hello</h1><p>See <a href="/docs">the docs</a>.</p>
@@ -81,8 +83,7 @@ def server() -> Iterator[str]:
 
 
 def host(**config: Any) -> Context:
-    ctx = Context()
-    ctx.plugin(tools_plugin)
+    ctx = tool_host()
     ctx.plugin(plugin, config)
     return ctx
 
@@ -173,6 +174,30 @@ def test_search_is_registered_only_with_a_backend() -> None:
     assert [t.name for t in host().get(TOOLS).visible()] == ["web_fetch"]
     with_search = host(search={"base_url": "http://127.0.0.1:9"})
     assert [t.name for t in with_search.get(TOOLS).visible()] == ["web_fetch", "web_search"]
+
+
+def sections(ctx: Context) -> list[str]:
+    """The sections after the prompt service's own (identity, persona)."""
+    return [name for name, _, _ in ctx.get(SYSTEM_PROMPT).describe()[""]["sections"]][2:]
+
+
+@pytest.mark.parametrize(
+    ("config", "tools"),
+    [
+        ({}, ["web_fetch"]),
+        ({"search": {"base_url": "http://127.0.0.1:9"}}, ["web_fetch", "web_search"]),
+        ({"fetch": False, "search": {"base_url": "http://127.0.0.1:9"}}, ["web_search"]),
+        ({"fetch": False}, []),
+    ],
+)
+def test_each_section_comes_and_goes_with_its_tool(config: dict[str, Any], tools: list[str]) -> None:
+    ctx = tool_host()
+    before = registries(ctx)
+    loaded = ctx.plugin(plugin, config)
+    assert [t.name for t in ctx.get(TOOLS).visible()] == tools
+    assert sections(ctx) == [f"tool:{name}" for name in tools]
+    loaded.unload()
+    assert registries(ctx) == before
 
 
 def test_html_to_text_drops_non_content() -> None:

@@ -53,3 +53,18 @@ def test_help_works() -> None:
     result = dsh("--help")
     assert result.returncode == 0
     assert "config" in result.stdout
+
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+
+
+def test_the_examples_pass_counting_the_store_the_dsh_command_provides() -> None:
+    for example in sorted(EXAMPLES.glob("*.yml")):
+        result = dsh("config", "check", str(example), "--json")
+        assert result.returncode == 0, result.stderr
+        payload = json.loads(result.stdout)
+        assert payload["host"] == ["session-store"]
+        agent = next(row for row in payload["plugins"] if row["use"] == "runtime.agent")
+        assert "session-store" in agent["needs"]
+    table = dsh("config", "check", str(EXAMPLES / "coding-agent.yml"))
+    assert "provided by the dsh command: session-store" in table.stdout

@@ -6,7 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from runtime.kernel import ConfigError, Context, check_needs, load_deployment, load_deployment_into
+from runtime.kernel import (
+    ConfigError,
+    Context,
+    ServiceConflictError,
+    check_needs,
+    load_deployment,
+    load_deployment_into,
+)
 
 from .sample_plugins import GREETER, GreeterConfig
 
@@ -113,3 +120,28 @@ def test_needs_must_be_met_by_an_earlier_plugin(tmp_path: Path) -> None:
     deployment = load_deployment(write(tmp_path, text), env={})
     with pytest.raises(ConfigError, match=r'needs service "greeter".*plugins that provide it: hello'):
         check_needs(deployment)
+
+
+def test_host_provided_services_count_as_present_from_the_start(tmp_path: Path) -> None:
+    text = f"plugins:\n  - id: user\n    use: {SAMPLES}\n"
+    deployment = load_deployment(write(tmp_path, text), env={})
+    with pytest.raises(ConfigError, match='needs service "greeter"'):
+        check_needs(deployment)
+    check_needs(deployment, host=(GREETER,))
+    ctx = Context()
+    ctx.provide(GREETER, "hi")  # what the check stands for: the host provides it before loading
+    load_deployment_into(ctx, deployment)
+
+
+def test_a_plugin_providing_a_host_service_conflicts_as_it_would_at_load(tmp_path: Path) -> None:
+    text = f"plugins:\n  - id: hello\n    use: {SAMPLES}:greeter\n    config: {{greeting: hi}}\n"
+    deployment = load_deployment(write(tmp_path, text), env={})
+    with pytest.raises(
+        ConfigError, match='provides service "greeter", which plugin "root" already provides'
+    ) as caught:
+        check_needs(deployment, host=(GREETER,))
+    assert (caught.value.plugin, caught.value.line) == ("hello", 2)
+    ctx = Context()
+    ctx.provide(GREETER, "hi")
+    with pytest.raises(ServiceConflictError, match='which plugin "root" already provides'):
+        load_deployment_into(ctx, deployment)

@@ -15,30 +15,39 @@ from typer.testing import CliRunner
 from runtime.cli import app, main
 from runtime.kernel import ConfigError, Context, ServiceNotFoundError, load_deployment, load_deployment_into
 from runtime.prompt import SYSTEM_PROMPT, AssembleContext, PromptRenderError, render_prompt
+from runtime.session import STORE, SessionStore
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 CODING = EXAMPLES / "coding-agent.yml"
 ACP = EXAMPLES / "acp-agent.yml"
 # The facts the agent loop would state for these deployments: the `model:` key, and for ACP the client's cwd.
 CASES = {"coding-agent.yml": {}, "acp-agent.yml": {"cwd": "/workspace/project"}}
+# Every tool the examples load, and the guidance sections that come with them (web_search has no backend there).
+TOOLS = ["bash", "edit", "glob", "grep", "read", "todo_write", "web_fetch", "write"]
+SECTIONS = ["tool:read", "tool:write", "tool:edit", "tool:glob", "tool:grep", "tool:bash", "tool:web_fetch"]
 
 runner = CliRunner()
 
 
 @pytest.mark.parametrize("example", sorted(CASES))
-def test_prompt_golden(example: str, snapshot: SnapshotAssertion) -> None:
+def test_prompt_golden(example: str, snapshot: SnapshotAssertion, tmp_path: Path) -> None:
     deployment = load_deployment(EXAMPLES / example)
     assert deployment.model == "deepseek-v4-flash"
-    ctx = Context()
-    load_deployment_into(ctx, deployment)
-    sp = ctx.get(SYSTEM_PROMPT)
-    sp.variable("model", lambda context: context.facts.get("model"))
-    sp.variable("cwd", lambda context: context.facts.get("cwd"))
-    facts = {"model": deployment.model, **CASES[example]}
-    assembly = anyio.run(sp.assemble, AssembleContext(ctx=ctx, facts=facts))
+    assert deployment.provider == "deepseek-official"  # plugins.llm_openai's default route id
+    with SessionStore(tmp_path / "sessions.db") as store:
+        ctx = Context()
+        ctx.provide(STORE, store)  # as the dsh command does: the agent plugin needs it
+        load_deployment_into(ctx, deployment)
+        sp = ctx.get(SYSTEM_PROMPT)
+        facts = {"model": deployment.model, **CASES[example]}
+        assembly = anyio.run(sp.assemble, AssembleContext(ctx=ctx, facts=facts))
+        ctx.dispose()
     system = render_prompt(assembly)
     assert "{{" not in system
+    assert list(assembly.variables) == ["model", "cwd"]  # the agent plugin's, registered once
     assert "powered by the deepseek-v4-flash model" in system
+    assert [s.name for s in assembly.sections] == ["harness:identity", "deployment:persona", *SECTIONS]
+    assert [tool.name for tool in assembly.tools] == TOOLS
     assert system == snapshot(name="system")
     assert msgspec.to_builtins(assembly.tools) == snapshot(name="tools")
 
@@ -48,7 +57,22 @@ def test_dsh_prompt_fills_model_from_the_deployment() -> None:
     assert result.exit_code == 0, result.output
     assert "powered by the deepseek-v4-flash model" in result.stdout
     assert result.stdout.startswith("# system prompt\n\nYou are an AI agent running on dsh")
-    assert "# tools (0)\n\n(none)" in result.stdout
+    assert "To look at a file, use read, not shell commands like cat" in result.stdout
+    assert "[exit code: N]" in result.stdout
+    assert f"# tools ({len(TOOLS)})\n" in result.stdout
+
+
+def test_dsh_prompt_renders_every_tool_section_and_schema_with_a_cwd() -> None:
+    result = runner.invoke(app, ["prompt", "--config", str(CODING), "--cwd", "/tmp", "--json"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert payload["variables"] == {"model": "deepseek-v4-flash", "cwd": "/tmp"}
+    assert [tool["name"] for tool in payload["tools"]] == TOOLS
+    system = payload["system"]
+    positions = [
+        system.index(text) for text in ("powered by", "use read", "use glob", "[exit code: N]", "cite")
+    ]
+    assert positions == sorted(positions)  # persona first, then the tool guidance in section order
 
 
 def test_dsh_prompt_model_option_overrides_the_deployment() -> None:
@@ -63,7 +87,7 @@ def test_dsh_prompt_json() -> None:
     payload = json.loads(result.stdout)
     assert payload["variables"] == {"model": "deepseek-v4-flash", "cwd": "/w"}
     assert "The workspace is /w;" in payload["system"]
-    assert payload["tools"] == []
+    assert [tool["name"] for tool in payload["tools"]] == TOOLS
     assert payload["contexts"] == ""
 
 
@@ -71,8 +95,10 @@ def test_dsh_prompt_acp_without_cwd_fails_loudly() -> None:
     result = runner.invoke(app, ["prompt", "--config", str(ACP)])
     assert isinstance(result.exception, PromptRenderError)
     assert str(result.exception) == (
-        'prompt variable "{{cwd}}" has no value for this assembly (section "deployment:persona")'
+        'prompt variable "{{cwd}}" has no value for this assembly (section "deployment:persona"). '
+        "dsh prompt states it from --cwd"
     )
+    assert result.exception.variable == "cwd"
 
 
 def test_a_persona_typo_fails_naming_the_section_and_the_registered_variables(tmp_path: Path) -> None:
@@ -112,6 +138,30 @@ def test_dsh_prompt_output_golden(snapshot: SnapshotAssertion) -> None:
     result = runner.invoke(app, ["prompt", "--config", str(ACP), "--cwd", "/workspace/project"])
     assert result.exit_code == 0, result.output
     assert result.stdout == snapshot
+
+
+def test_a_model_reference_without_the_agent_plugin_says_to_add_it(tmp_path: Path) -> None:
+    deck = tmp_path / "no-agent.yml"
+    deck.write_text(
+        "model: m\nplugins:\n  - id: prompt\n    use: runtime.prompt\n"
+        "    config: {persona: 'powered by the {{model}} model'}\n",
+        encoding="utf-8",
+    )
+    result = runner.invoke(app, ["prompt", "--config", str(deck)])
+    assert isinstance(result.exception, PromptRenderError)
+    assert (result.exception.section, result.exception.variable) == ("deployment:persona", "model")
+    assert str(result.exception) == (
+        'unknown prompt variable "{{model}}" in section "deployment:persona"; registered variables: (none). '
+        "{{model}} is registered by the agent plugin: add `{id: agent, use: runtime.agent}` to the deployment"
+    )
+
+
+def test_a_typo_with_the_agent_plugin_loaded_gets_no_agent_hint(tmp_path: Path) -> None:
+    typo = tmp_path / "typo.yml"
+    typo.write_text(CODING.read_text(encoding="utf-8").replace("{{model}}", "{{modle}}"), encoding="utf-8")
+    result = runner.invoke(app, ["prompt", "--config", str(typo)])
+    assert isinstance(result.exception, PromptRenderError)
+    assert "agent plugin" not in str(result.exception)
 
 
 def test_dsh_prompt_needs_the_prompt_plugin(tmp_path: Path) -> None:

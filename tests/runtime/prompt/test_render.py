@@ -41,6 +41,7 @@ def test_unknown_variable_names_the_section_and_lists_registered_variables_in_in
         'unknown prompt variable "{{modle}}" in section "deployment:persona"; registered variables: model, cwd'
     )
     assert error.section == "deployment:persona"
+    assert error.variable == "modle"
 
 
 def test_unknown_variable_with_no_variables_says_none() -> None:
@@ -55,10 +56,9 @@ def test_lookup_is_own_keys_only_never_attributes(name: str) -> None:
 
 
 def test_valueless_variable_raises() -> None:
-    assert (
-        str(render_error("in {{cwd}}"))
-        == 'prompt variable "{{cwd}}" has no value for this assembly (section "s")'
-    )
+    error = render_error("in {{cwd}}")
+    assert str(error) == 'prompt variable "{{cwd}}" has no value for this assembly (section "s")'
+    assert error.variable == "cwd"
 
 
 def test_valueless_variable_never_referenced_is_harmless() -> None:
@@ -70,6 +70,7 @@ def test_valueless_variable_never_referenced_is_harmless() -> None:
     ["", " model", "model ", " model ", "Model", "MODEL", "1a", "_a", "a-b", "a.b", "é", "a\nb", "mödel"],
 )
 def test_malformed_name_in_a_complete_group(name: str) -> None:
+    assert render_error(f"x {{{{{name}}}}} y").variable is None  # not a name: nothing to route on
     assert str(render_error(f"x {{{{{name}}}}} y")) == (
         f'malformed prompt variable reference "{{{{{name}}}}}" in section "s" (variable names match '
         "/^[a-z][a-z0-9_]*$/)"
