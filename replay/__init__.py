@@ -1,6 +1,8 @@
-"""Record, replay and golden tooling for dsh sessions: replay scripts derived from recorded logs and the override
-sidecar."""
+"""Record, replay and golden tooling for dsh sessions: replay scripts derived from recorded logs, the replay
+adapter that serves them to a live run, the override sidecar and the `replay` plugin."""
 
+from ._adapter import ReplayAdapter as ReplayAdapter
+from ._adapter import SessionLookup as SessionLookup
 from ._errors import OverrideError as OverrideError
 from ._errors import ReplayMismatch as ReplayMismatch
 from ._errors import ScriptError as ScriptError
@@ -14,6 +16,10 @@ from ._overrides import ReplaceOverride as ReplaceOverride
 from ._overrides import ThrowOverride as ThrowOverride
 from ._overrides import load_overrides as load_overrides
 from ._overrides import parse_overrides as parse_overrides
+from ._plugin import DEFAULT_PROVIDER as DEFAULT_PROVIDER
+from ._plugin import REPLAY as REPLAY
+from ._plugin import ReplayConfig as ReplayConfig
+from ._plugin import plugin as plugin
 from ._recording import Recording as Recording
 from ._recording import load_recording as load_recording
 from ._recording import stored_recording as stored_recording
@@ -33,6 +39,8 @@ from ._source import read_log as read_log
 from ._source import stored_log as stored_log
 
 __all__ = [
+    "DEFAULT_PROVIDER",
+    "REPLAY",
     "EntryKind",
     "FinishKind",
     "Hang",
@@ -47,10 +55,13 @@ __all__ = [
     "RecordedTurn",
     "Recording",
     "ReplaceOverride",
+    "ReplayAdapter",
+    "ReplayConfig",
     "ReplayMismatch",
     "Script",
     "ScriptEntry",
     "ScriptError",
+    "SessionLookup",
     "Throw",
     "ThrowOverride",
     "derive_entries",
@@ -59,6 +70,7 @@ __all__ = [
     "load_overrides",
     "load_recording",
     "parse_overrides",
+    "plugin",
     "read_log",
     "recorded_turns",
     "stored_log",

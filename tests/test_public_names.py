@@ -17,6 +17,7 @@ PACKAGES = [
     "runtime.session",
     "runtime.llm",
     "plugins.llm_openai",
+    "replay",
 ]
 
 
