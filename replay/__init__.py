@@ -1,8 +1,9 @@
 """Record, replay and golden tooling for dsh sessions: replay scripts derived from recorded logs, the replay
-adapter that serves them to a live run, the override sidecar and the `replay` plugin."""
+adapter that serves them to a live run, the override sidecar, the `replay` plugin and the `dsh replay` commands."""
 
 from ._adapter import ReplayAdapter as ReplayAdapter
 from ._adapter import SessionLookup as SessionLookup
+from ._cli import replay_app as replay_app
 from ._errors import OverrideError as OverrideError
 from ._errors import ReplayMismatch as ReplayMismatch
 from ._errors import ScriptError as ScriptError
@@ -73,6 +74,7 @@ __all__ = [
     "plugin",
     "read_log",
     "recorded_turns",
+    "replay_app",
     "stored_log",
     "stored_recording",
 ]
