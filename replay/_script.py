@@ -242,16 +242,18 @@ class _Deriver:
         self.group = None
         self.chunks = []
 
-    def chunk(self, event_data: str, place: str, seq: int) -> None:
+    def chunk(self, event: StoredEvent, line: int | None) -> None:
         try:
-            data = _CHUNK.decode(event_data)
+            data = _CHUNK.decode(event.data)
         except msgspec.DecodeError as error:
-            raise ScriptError(f"bad assistant/chunk (seq {seq}): {error}", place=place) from None
+            raise ScriptError(
+                f"bad assistant/chunk (seq {event.seq}): {error}", place=self.log.place(event, line)
+            ) from None
         key = (data.turn, data.step)
         if key != self.group:
             self.close()
             self.group = key
-            self.place = place
+            self.place = self.log.place(event, line)
         self.chunks.append(data.chunk)
         if isinstance(data.chunk, Finish):
             self.close()
@@ -309,7 +311,7 @@ def derive_entries(log: RecordedLog) -> tuple[tuple[ScriptEntry, ...], tuple[str
         kind = event.type
         if kind == "assistant/chunk":
             if event.seq >= seed:
-                walk.chunk(event.data, log.place(event, line), event.seq)
+                walk.chunk(event, line)
         elif kind in _BOUNDS:
             walk.bound(kind, event.data, log.place(event, line), event.seq)
         elif kind == "request/header":
