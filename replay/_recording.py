@@ -10,7 +10,7 @@ from pathlib import Path
 
 from runtime.session import SessionStore
 
-from ._errors import ScriptError
+from ._errors import OverrideError, ScriptError
 from ._overrides import Overrides, load_overrides
 from ._script import Script, derive_script
 from ._source import RecordedLog, read_log, stored_log
@@ -19,6 +19,7 @@ __all__ = ["Recording", "load_recording", "stored_recording"]
 
 ROOT_LOG = "session.jsonl"
 OVERRIDE_FILE = "override.json"
+ORIGINAL_OVERRIDE_FILE = "replay.override.json"
 _CHILD = re.compile(r"session\.(\d+)\.jsonl")
 
 
@@ -77,6 +78,12 @@ def load_recording(
         child_paths = child_logs(directory) + child_paths
         if override is None and (directory / OVERRIDE_FILE).is_file():
             override = directory / OVERRIDE_FILE
+        elif override is None and (directory / ORIGINAL_OVERRIDE_FILE).is_file():
+            raise OverrideError(
+                f"this directory holds the original's positional {ORIGINAL_OVERRIDE_FILE}, which dsh does not read; "
+                f"write its overrides by key in {OVERRIDE_FILE} (see replay/README.md), or pass another override file",
+                file=str(directory / ORIGINAL_OVERRIDE_FILE),
+            )
     overrides = None if override is None else load_overrides(override)
     return _recording(read_log(path), [read_log(child) for child in child_paths], overrides)
 

@@ -308,3 +308,12 @@ def test_two_compactions_at_one_key_cannot_be_told_apart(tmp_path: Path) -> None
     assert [e.kind for e in derive_script(read_log(path)).entries] == ["compaction", "compaction", "model"]
     with pytest.raises(OverrideError, match="2 compaction entries at \\(1,1,1\\)"):
         derive_script(read_log(path), overrides({"op": "hang", "turn": 1, "step": 1, "kind": "compaction"}))
+
+
+def test_the_originals_positional_override_file_is_refused_not_ignored(tmp_path: Path) -> None:
+    (tmp_path / "session.jsonl").write_bytes(CANCEL.read_bytes())
+    (tmp_path / "replay.override.json").write_text('[{"kind": "hang", "readyFile": ".ready"}]')
+    with pytest.raises(OverrideError, match=r"positional replay\.override\.json, which dsh does not read"):
+        load_recording(tmp_path)
+    (tmp_path / "override.json").write_text(json.dumps({"overrides": [{"op": "hang", "turn": 1, "step": 1}]}))
+    assert load_recording(tmp_path).root.entries[0].end == Hang()
