@@ -115,6 +115,10 @@ class ReplayAdapter:
             root = self._logs[0]
             target = None if root.bound else root
             why = f"the primary log {root.name} is already bound to live session {root.live!r}"
+            if info is not None and info.parent_id is not None:
+                why += (
+                    f"; its parent {info.parent_id!r} has made no call, so it was taken for a primary session"
+                )
         else:
             pool = [
                 log

@@ -197,6 +197,9 @@ async def test_a_session_with_no_recorded_log_is_a_mismatch() -> None:
     child = sessions.add("child", parent="first")
     with pytest.raises(ReplayMismatch, match=r"every child log of .* is already bound"):
         await drain(adapter.stream(request(child, 2, 1)))
+    orphan = sessions.add("orphan", parent="silent")
+    with pytest.raises(ReplayMismatch, match="its parent 'silent' has made no call"):
+        await drain(adapter.stream(request(orphan, 1, 1)))
 
 
 async def test_assert_consumed_names_unserved_entries_and_unbound_logs() -> None:
