@@ -1,1 +1,80 @@
-"""Record, replay and golden tooling for dsh sessions."""
+"""Record, replay and golden tooling for dsh sessions: replay scripts derived from recorded logs, the replay
+adapter that serves them to a live run, the override sidecar, the `replay` plugin and the `dsh replay` commands."""
+
+from ._adapter import ReplayAdapter as ReplayAdapter
+from ._adapter import SessionLookup as SessionLookup
+from ._cli import replay_app as replay_app
+from ._errors import OverrideError as OverrideError
+from ._errors import ReplayMismatch as ReplayMismatch
+from ._errors import ScriptError as ScriptError
+from ._errors import format_call as format_call
+from ._overrides import HangOverride as HangOverride
+from ._overrides import Override as Override
+from ._overrides import OverrideFile as OverrideFile
+from ._overrides import Overrides as Overrides
+from ._overrides import PatchOverride as PatchOverride
+from ._overrides import ReplaceOverride as ReplaceOverride
+from ._overrides import ThrowOverride as ThrowOverride
+from ._overrides import load_overrides as load_overrides
+from ._overrides import parse_overrides as parse_overrides
+from ._plugin import DEFAULT_PROVIDER as DEFAULT_PROVIDER
+from ._plugin import REPLAY as REPLAY
+from ._plugin import ReplayConfig as ReplayConfig
+from ._plugin import plugin as plugin
+from ._recording import Recording as Recording
+from ._recording import load_recording as load_recording
+from ._recording import stored_recording as stored_recording
+from ._script import EntryKind as EntryKind
+from ._script import FinishKind as FinishKind
+from ._script import Hang as Hang
+from ._script import RecordedTurn as RecordedTurn
+from ._script import Script as Script
+from ._script import ScriptEntry as ScriptEntry
+from ._script import Throw as Throw
+from ._script import derive_entries as derive_entries
+from ._script import derive_script as derive_script
+from ._script import recorded_turns as recorded_turns
+from ._source import LogInfo as LogInfo
+from ._source import RecordedLog as RecordedLog
+from ._source import read_log as read_log
+from ._source import stored_log as stored_log
+
+__all__ = [
+    "DEFAULT_PROVIDER",
+    "REPLAY",
+    "EntryKind",
+    "FinishKind",
+    "Hang",
+    "HangOverride",
+    "LogInfo",
+    "Override",
+    "OverrideError",
+    "OverrideFile",
+    "Overrides",
+    "PatchOverride",
+    "RecordedLog",
+    "RecordedTurn",
+    "Recording",
+    "ReplaceOverride",
+    "ReplayAdapter",
+    "ReplayConfig",
+    "ReplayMismatch",
+    "Script",
+    "ScriptEntry",
+    "ScriptError",
+    "SessionLookup",
+    "Throw",
+    "ThrowOverride",
+    "derive_entries",
+    "derive_script",
+    "format_call",
+    "load_overrides",
+    "load_recording",
+    "parse_overrides",
+    "plugin",
+    "read_log",
+    "recorded_turns",
+    "replay_app",
+    "stored_log",
+    "stored_recording",
+]

@@ -20,6 +20,7 @@ PACKAGES = [
     "runtime.llm",
     "plugins.llm_openai",
     "plugins.retry",
+    "replay",
 ]
 
 

@@ -1,0 +1,183 @@
+"""`dsh replay ...`: the replay command group, added to `dsh` through the `dsh.commands` entry point. `inspect`
+prints a recorded log's model-call script."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from runtime.llm import (
+    BlockEnd,
+    BlockStart,
+    Finish,
+    FinishAborted,
+    FinishError,
+    ReasoningBlock,
+    ReasoningDelta,
+    StreamChunk,
+    TextBlock,
+    TextDelta,
+    ToolCallBlock,
+    ToolCallDelta,
+)
+from runtime.session import SessionStore
+
+from ._errors import ScriptError, format_call
+from ._recording import Recording, child_logs, load_recording, stored_recording
+from ._script import Hang, ScriptEntry, Throw
+
+__all__ = ["replay_app"]
+
+replay_app = typer.Typer(
+    help="Replay recorded sessions: inspect a log's model-call script.", no_args_is_help=True
+)
+
+_PREVIEW = 48
+
+
+@replay_app.callback()
+def _group() -> None:
+    """Replay recorded sessions."""
+
+
+def _clip(text: str) -> str:
+    """Text quoted, escaped as JSON, cut to a preview."""
+    shown = json.dumps(text, ensure_ascii=False)
+    return shown if len(shown) <= _PREVIEW else shown[: _PREVIEW - 2] + '…"'
+
+
+def _clip_raw(text: str) -> str:
+    """JSON text (tool arguments) as written, on one line, cut to a preview."""
+    shown = text.replace("\n", "\\n")
+    return shown if len(shown) <= _PREVIEW else shown[: _PREVIEW - 1] + "…"
+
+
+def _said(chunks: tuple[StreamChunk, ...]) -> str:
+    """What a call says, briefly: its blocks (from their ends, or their deltas while open) and an error's code."""
+    kinds: dict[int, str] = {}
+    parts: dict[int, list[str]] = {}
+    names: dict[int, str] = {}
+    ended: dict[int, str] = {}
+    failure = ""
+    for chunk in chunks:
+        if isinstance(chunk, BlockStart):
+            kinds[chunk.index] = chunk.block_type
+            parts[chunk.index] = []
+        elif isinstance(chunk, TextDelta | ReasoningDelta):
+            parts.setdefault(chunk.index, []).append(chunk.text)
+        elif isinstance(chunk, ToolCallDelta):
+            parts.setdefault(chunk.index, []).append(chunk.arguments_delta)
+            if chunk.name:
+                names[chunk.index] = chunk.name
+        elif isinstance(chunk, BlockEnd):
+            block = chunk.block
+            if isinstance(block, TextBlock):
+                ended[chunk.index] = _clip(block.text)
+            elif isinstance(block, ReasoningBlock):
+                ended[chunk.index] = f"reasoning({len(block.text)} chars)"
+            elif isinstance(block, ToolCallBlock):
+                ended[chunk.index] = f"{block.name}({_clip_raw(block.arguments)})"
+        elif isinstance(chunk, Finish) and isinstance(chunk.reason, FinishError | FinishAborted):
+            failure = f"{chunk.reason.failure.code}: {_clip(chunk.reason.failure.message)}"
+    said = []
+    for index in sorted(kinds.keys() | ended.keys()):
+        if index in ended:
+            said.append(ended[index])
+            continue
+        text = "".join(parts.get(index, []))
+        kind = kinds.get(index)
+        if kind == "reasoning":
+            said.append(f"reasoning({len(text)} chars, open)")
+        elif kind == "tool-call":
+            said.append(f"{names.get(index, '?')}({_clip_raw(text)}, open)")
+        else:
+            said.append(f"{_clip(text)} (open)")
+    if failure:
+        said.append(failure)
+    return " ".join(said)
+
+
+def _line(entry: ScriptEntry, log_name: str) -> str:
+    place = entry.place
+    if place.startswith(f"{log_name}:"):
+        place = f"line {place.removeprefix(f'{log_name}:')}"
+    elif place.startswith(f"{log_name} seq "):
+        place = place.removeprefix(f"{log_name} ")
+    if isinstance(entry.end, Throw):
+        ending = f"throw {entry.end.code}: {_clip(entry.end.message)}"
+    elif isinstance(entry.end, Hang):
+        ending = "hang" + ("" if entry.end.ready_file is None else f" (ready file {entry.end.ready_file})")
+    else:
+        ending = entry.finish_kind or "unfinished"
+    said = _said(entry.chunks)
+    override = f"  [override: {entry.override}]" if entry.override else ""
+    count = f"{len(entry.chunks):>4} {'chunk' if len(entry.chunks) == 1 else 'chunks':<6}"
+    return (
+        f"  {format_call(entry.call):<9} {entry.kind:<10} {count}  {ending:<11} {said}{override}  ({place})"
+    )
+
+
+def _load(log: str, override: Path | None, store: Path | None) -> tuple[Recording, list[Path]]:
+    if store is not None:
+        with SessionStore(store) as opened:
+            return stored_recording(opened, log, override=override), []
+    path = Path(log)
+    if not path.exists():
+        raise ScriptError(
+            "no such file or directory; LOG is a JSONL log, a scenario directory (session.jsonl, session.N.jsonl, "
+            "override.json), or a session id with --store",
+            place=log,
+        )
+    if path.is_dir():
+        return load_recording(path, override=override), child_logs(path)
+    return load_recording(path, override=override), []
+
+
+@replay_app.command("inspect")
+def inspect(
+    log: Annotated[
+        str,
+        typer.Argument(
+            metavar="LOG", help="A JSONL log, a scenario directory, or (with --store) a stored session id."
+        ),
+    ],
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per entry.")] = False,
+    override: Annotated[
+        Path | None,
+        typer.Option("--override", help="An override file (default: a directory's override.json)."),
+    ] = None,
+    store: Annotated[
+        Path | None, typer.Option("--store", help="Read LOG as a session id of this store.")
+    ] = None,
+) -> None:
+    """Print the model-call script of a recorded log, one line per call: (turn,step,attempt), kind, chunk count,
+    how it finishes and what it says. A stream with no finish and no override is an error."""
+    recording, children = _load(log, override, store)
+    script = recording.root
+    if as_json:
+        for entry in script.entries:
+            typer.echo(
+                json.dumps(
+                    {
+                        "turn": entry.call.turn,
+                        "step": entry.call.step,
+                        "attempt": entry.call.attempt,
+                        "kind": entry.kind,
+                        "chunks": len(entry.chunks),
+                        "finish": entry.finish_kind,
+                    }
+                )
+            )
+        return
+    info = script.log
+    seed = f", sliced at seedLength {info.seed_length}" if info.seed_length else ""
+    providers = ", ".join(script.providers) or "none named"
+    count = len(script.entries)
+    typer.echo(f"{info.name}: {count} call{'' if count == 1 else 's'} (providers: {providers}{seed})")
+    for entry in script.entries:
+        typer.echo(_line(entry, info.name))
+    if children:
+        typer.echo(f"child logs: {', '.join(p.name for p in children)} (inspect each by its path)")
