@@ -3,6 +3,11 @@ adapter that serves them to a live run, the override sidecar, the `replay` plugi
 
 from ._adapter import ReplayAdapter as ReplayAdapter
 from ._adapter import SessionLookup as SessionLookup
+from ._authored import Reply as Reply
+from ._authored import ScriptedModel as ScriptedModel
+from ._authored import load_replies as load_replies
+from ._authored import scripted_plugin as scripted_plugin
+from ._cli import record_app as record_app
 from ._cli import replay_app as replay_app
 from ._errors import OverrideError as OverrideError
 from ._errors import ReplayMismatch as ReplayMismatch
@@ -17,6 +22,8 @@ from ._overrides import ReplaceOverride as ReplaceOverride
 from ._overrides import ThrowOverride as ThrowOverride
 from ._overrides import load_overrides as load_overrides
 from ._overrides import parse_overrides as parse_overrides
+from ._placeholders import CWD_PLACEHOLDER as CWD_PLACEHOLDER
+from ._placeholders import with_cwd as with_cwd
 from ._plugin import DEFAULT_PROVIDER as DEFAULT_PROVIDER
 from ._plugin import REPLAY as REPLAY
 from ._plugin import ReplayConfig as ReplayConfig
@@ -24,6 +31,14 @@ from ._plugin import plugin as plugin
 from ._recording import Recording as Recording
 from ._recording import load_recording as load_recording
 from ._recording import stored_recording as stored_recording
+from ._rerun import Rerun as Rerun
+from ._rerun import golden_jsonl as golden_jsonl
+from ._rerun import record as record
+from ._rerun import rerun as rerun
+from ._scenario import Scenario as Scenario
+from ._scenario import ScenarioDoc as ScenarioDoc
+from ._scenario import discover as discover
+from ._scenario import load_scenario as load_scenario
 from ._script import EntryKind as EntryKind
 from ._script import FinishKind as FinishKind
 from ._script import Hang as Hang
@@ -34,12 +49,31 @@ from ._script import Throw as Throw
 from ._script import derive_entries as derive_entries
 from ._script import derive_script as derive_script
 from ._script import recorded_turns as recorded_turns
+from ._skeleton import first_divergence as first_divergence
+from ._skeleton import skeleton as skeleton
 from ._source import LogInfo as LogInfo
 from ._source import RecordedLog as RecordedLog
 from ._source import read_log as read_log
 from ._source import stored_log as stored_log
 
 __all__ = [
+    "Reply",
+    "ScriptedModel",
+    "load_replies",
+    "scripted_plugin",
+    "record_app",
+    "CWD_PLACEHOLDER",
+    "with_cwd",
+    "Rerun",
+    "golden_jsonl",
+    "record",
+    "rerun",
+    "Scenario",
+    "ScenarioDoc",
+    "discover",
+    "load_scenario",
+    "first_divergence",
+    "skeleton",
     "DEFAULT_PROVIDER",
     "REPLAY",
     "EntryKind",

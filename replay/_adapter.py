@@ -25,6 +25,7 @@ from runtime.llm import CallKey, LlmCallError, LlmFailure, LlmRequest, StreamChu
 from runtime.session import SessionInfo, SessionStore
 
 from ._errors import ReplayMismatch, format_call
+from ._placeholders import with_cwd
 from ._recording import Recording
 from ._script import Hang, Script, ScriptEntry, Throw
 
@@ -196,7 +197,8 @@ class ReplayAdapter:
     async def stream(self, request: LlmRequest) -> AsyncIterator[StreamChunk]:
         """The recorded chunks of `request.call` in `request.session_id`'s log; then the override's ending, if any."""
         log, entry = self._claim(request)
-        for chunk in entry.chunks:
+        chunks = entry.chunks if log.cwd is None else with_cwd(entry.chunks, log.cwd)
+        for chunk in chunks:
             if self._pace:
                 await anyio.sleep(self._pace)
             yield chunk

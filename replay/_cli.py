@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
+import anyio
 import typer
+from rich.console import Console
+from typer.core import TyperGroup
 
 from runtime.llm import (
     BlockEnd,
@@ -26,14 +29,29 @@ from runtime.llm import (
 from runtime.session import SessionStore
 
 from ._errors import ScriptError, format_call
-from ._recording import Recording, child_logs, load_recording, stored_recording
+from ._recording import ROOT_LOG, Recording, child_logs, load_recording, stored_recording
+from ._rerun import record, rerun
+from ._scenario import load_scenario
 from ._script import Hang, ScriptEntry, Throw
 
-__all__ = ["replay_app"]
+__all__ = ["record_app", "replay_app"]
+
+
+class _RunByDefault(TyperGroup):
+    """`dsh replay LOG` means `dsh replay run LOG`; `dsh replay inspect LOG` stays a subcommand."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # Any: typer's bundled click Context type
+        if args and args[0] not in self.commands and not args[0].startswith("-"):
+            args = ["run", *args]
+        return super().parse_args(ctx, args)
+
 
 replay_app = typer.Typer(
-    help="Replay recorded sessions: inspect a log's model-call script.", no_args_is_help=True
+    cls=_RunByDefault,
+    help="Replay recorded sessions: `dsh replay LOG` re-runs one; `dsh replay inspect LOG` prints its script.",
+    no_args_is_help=True,
 )
+record_app = typer.Typer(help="Record a scenario's log.")
 
 _PREVIEW = 48
 
@@ -181,3 +199,80 @@ def inspect(
         typer.echo(_line(entry, info.name))
     if children:
         typer.echo(f"child logs: {', '.join(p.name for p in children)} (inspect each by its path)")
+
+
+@replay_app.command("run")
+def run(
+    log: Annotated[
+        Path, typer.Argument(metavar="LOG_OR_SCENARIO", help="A JSONL log or a scenario directory.")
+    ],
+    workspace: Annotated[
+        Path | None,
+        typer.Option("--workspace", help="Copy this directory as the workspace [default: the scenario's]."),
+    ] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Write the replayed log here (JSONL).")] = None,
+    pace: Annotated[
+        float, typer.Option("--pace", help="Wait MS before each chunk, to stream like live.")
+    ] = 0.0,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Do not show the replayed session.")] = False,
+) -> None:
+    """Re-run a recording: its user messages drive the real loop, its model calls are served from the log, its
+    tools run live in a copy of the workspace; exits 1 at the first divergence from the recording.
+
+    Example: `dsh replay fixtures/harness/bash-tool-turn`
+    """
+    console = Console(stderr=True)
+    scenario = load_scenario(log)
+    console.print(f"[bold]replaying[/] {log}", highlight=False)
+    result = anyio.run(
+        lambda: rerun(
+            scenario, workspace=workspace, pace_ms=pace, echo=None if quiet else Console(soft_wrap=True)
+        )
+    )
+    if out is not None and result.logs:
+        out.write_bytes(result.logs[0][1])
+        for number, (_, data) in enumerate(result.logs[1:], 1):
+            out.with_name(f"{out.stem}.{number}{out.suffix}").write_bytes(data)
+    if result.divergence is not None:
+        console.print(f"[bold red]diverged[/] from the recording\n{result.divergence}", highlight=False)
+        raise typer.Exit(1)
+    turns = sum(1 for line in result.replayed[0] if line.startswith("turn ") and " ended " in line)
+    calls = sum(1 for lines in result.replayed for line in lines if line.startswith("    call "))
+    children = len(result.replayed) - 1
+    extra = f", {children} child session{'' if children == 1 else 's'}" if children else ""
+    console.print(
+        f"[bold green]matches[/] the recording: {turns} turn{'' if turns == 1 else 's'}, "
+        f"{calls} tool call{'' if calls == 1 else 's'}{extra}",
+        highlight=False,
+    )
+
+
+@record_app.callback(invoke_without_command=True)
+def record_scenario(
+    scenario_dir: Annotated[
+        Path, typer.Argument(metavar="SCENARIO", help="The scenario directory to record into.")
+    ],
+    script: Annotated[
+        Path | None,
+        typer.Option(
+            "--script", help="Serve this replies.yml instead of the live model (an authored recording)."
+        ),
+    ] = None,
+) -> None:
+    """Run a scenario's `inputs:` against its deployment's live model (or, with --script, a hand-written one) and
+    write `session.jsonl` (+ `session.N.jsonl` for child sessions) into the scenario, the workspace written {{cwd}}.
+
+    Example: `DEEPSEEK_API_KEY=... dsh record fixtures/my-scenario`
+    """
+    scenario = load_scenario(scenario_dir)
+    if scenario.directory is None:
+        raise ScriptError(
+            "record into a scenario directory (with scenario.yml), not a file", place=str(scenario_dir)
+        )
+    logs = anyio.run(lambda: record(scenario, replies=script))
+    for stale in child_logs(scenario.directory):
+        stale.unlink()
+    for number, (_, data) in enumerate(logs):
+        name = ROOT_LOG if number == 0 else f"session.{number}.jsonl"
+        (scenario.directory / name).write_bytes(data)
+    typer.echo(f"recorded {len(logs)} session log{'' if len(logs) == 1 else 's'} into {scenario.directory}")

@@ -1,0 +1,249 @@
+"""Re-running a recording: the recorded user messages are the inputs of each turn, the replay adapter serves the
+recorded model calls, the tools run live in a fresh copy of the workspace, and the replayed log's skeleton is
+compared with the recording's. The same driver records: with the live transport, it writes the log it made.
+
+Time and ids come from a deterministic clock and id minter, and the workspace path is written as `{{cwd}}`, so the
+replayed log and what the user saw are the same on every run (goldens need no scrubbing)."""
+
+from __future__ import annotations
+
+import io
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+import msgspec
+from rich.console import Console
+
+from runtime.agent import AGENTS, EVENT, AgentOptions
+from runtime.cli.view import TerminalView
+from runtime.kernel import Context, Deployment, load_deployment_into
+from runtime.llm import TextBlock, UserBlock
+from runtime.session import STORE, CountingIds, FixedClock, SessionInfo, SessionStore, write_jsonl
+
+from ._errors import ReplayMismatch, ScriptError
+from ._placeholders import CWD_PLACEHOLDER
+from ._plugin import REPLAY
+from ._recording import Recording, child_logs, load_recording
+from ._scenario import Scenario, live_deployment, replay_deployment, scripted_deployment
+from ._script import Hang, recorded_turns
+from ._skeleton import first_divergence, skeleton
+from ._source import read_log
+
+__all__ = ["CLOCK_START", "Rerun", "golden_jsonl", "record", "rerun"]
+
+CLOCK_START = 1_700_000_000_000
+"""The deterministic clock's first reading (epoch ms); it then advances 1 ms per reading."""
+
+_POLL = 0.005
+
+
+@dataclass(frozen=True)
+class Rerun:
+    """What a re-run produced: the skeletons compared (the primary log first, then each child), the first divergence
+    (None: the replay matches), the replayed sessions as JSONL with the workspace written `{{cwd}}`, and what the
+    user saw (the terminal view, plain text)."""
+
+    scenario: Scenario
+    recorded: list[list[str]]
+    replayed: list[list[str]]
+    divergence: str | None
+    logs: list[tuple[SessionInfo, bytes]]
+    view: str
+
+
+def _normalise(data: bytes, cwd: str) -> bytes:
+    return data.replace(cwd.encode(), CWD_PLACEHOLDER.encode())
+
+
+def _prompt(blocks: tuple[UserBlock, ...], cwd: str) -> tuple[UserBlock, ...]:
+    return tuple(
+        TextBlock(block.text.replace(CWD_PLACEHOLDER, cwd)) if isinstance(block, TextBlock) else block
+        for block in blocks
+    )
+
+
+def _header_model(log_path: Path) -> tuple[str | None, str | None]:
+    """The provider and model of the recording's first request header."""
+    for event, _ in read_log(log_path).events():
+        if event.type == "request/header":
+            config = msgspec.json.decode(event.data).get("header", {}).get("config", {})
+            return config.get("provider"), config.get("model")
+    return None, None
+
+
+@contextmanager
+def _workspace(scenario: Scenario, override: Path | None) -> Iterator[tuple[Path, SessionStore]]:
+    with tempfile.TemporaryDirectory(prefix="dsh-replay-") as scratch:
+        root = Path(scratch).resolve()
+        workspace = root / "workspace"
+        source = override or scenario.workspace
+        if source is not None:
+            shutil.copytree(source, workspace, symlinks=True)
+        else:
+            workspace.mkdir()
+        with SessionStore(root / "sessions.db", clock=FixedClock(CLOCK_START, 1), ids=CountingIds()) as store:
+            yield workspace, store
+
+
+async def _cancel_when_ready(ready: list[Path], scope: anyio.CancelScope) -> None:
+    # the ready file is the hang override's only signal (a file, so a driver in another process can use it too)
+    while not any(path.exists() for path in ready):  # noqa: ASYNC110
+        await anyio.sleep(_POLL)
+    scope.cancel()
+
+
+async def _drive(
+    scenario: Scenario,
+    deployment: Deployment,
+    *,
+    workspace: Path,
+    store: SessionStore,
+    recording: Recording | None,
+    echo: Console | None = None,
+) -> tuple[list[SessionInfo], str]:
+    """Run the scenario's turns in one agent; return the sessions it made (the primary first) and the view."""
+    ctx = Context()
+    ctx.provide(STORE, store)
+    loaded = load_deployment_into(ctx, deployment)
+    out = io.StringIO()
+    view_console = Console(file=out, width=100, color_system=None, force_terminal=False, soft_wrap=True)
+    view = TerminalView(view_console)
+    ctx.on(EVENT, view.on_event)
+    if echo is not None:
+        ctx.on(EVENT, TerminalView(echo).on_event)
+    try:
+        provider, model = _header_model(scenario.log) if recording is not None else (None, None)
+        options = AgentOptions(
+            provider=scenario.doc.provider or provider or deployment.provider or "scripted",
+            model=scenario.doc.model or model or deployment.model or "scripted",
+            cwd=workspace,
+        )
+        turns: list[tuple[int, tuple[UserBlock, ...]]]
+        if scenario.doc.inputs is not None:
+            turns = [(number, (TextBlock(text),)) for number, text in enumerate(scenario.doc.inputs, 1)]
+        else:
+            recorded = recorded_turns(read_log(scenario.log))
+            turns = [
+                (turn.turn, tuple(block for m in turn.inputs for block in m.content)) for turn in recorded
+            ]
+        async with ctx.get(AGENTS).create(options) as agent:
+            for number, blocks in turns:
+                if not blocks:
+                    raise ScriptError(
+                        f"turn {number} has no user input to re-run it with", place=str(scenario.log)
+                    )
+                hangs = (
+                    []
+                    if recording is None
+                    else [
+                        workspace / entry.end.ready_file
+                        for entry in recording.root.entries
+                        if entry.call.turn == number and isinstance(entry.end, Hang) and entry.end.ready_file
+                    ]
+                )
+                async with anyio.create_task_group() as group:
+                    if hangs:
+                        group.start_soon(_cancel_when_ready, hangs, group.cancel_scope)
+
+                    async def turn(blocks: tuple[UserBlock, ...] = blocks) -> None:
+                        await agent.run(_prompt(blocks, str(workspace)))
+                        group.cancel_scope.cancel()
+
+                    group.start_soon(turn)
+        if ctx.has(REPLAY):
+            ctx.get(REPLAY).assert_consumed()
+        sessions = sorted(store.sessions(), key=lambda info: (info.created_at, info.id))
+        return sessions, out.getvalue()
+    finally:
+        for plugin in reversed(loaded):
+            plugin.unload()
+        ctx.dispose()
+
+
+def _logs(store: SessionStore, sessions: list[SessionInfo], cwd: str) -> list[tuple[SessionInfo, bytes]]:
+    return [(info, _normalise(b"".join(write_jsonl(info, store.events(info.id))), cwd)) for info in sessions]
+
+
+async def rerun(
+    source: Scenario, *, workspace: Path | None = None, pace_ms: float = 0.0, echo: Console | None = None
+) -> Rerun:
+    """Replay `source` through the real loop and compare its skeleton with the recording's (see the module)."""
+    recording = load_recording(source.directory or source.log)
+    deployment = replay_deployment(source, pace_ms=pace_ms)
+    with _workspace(source, workspace) as (live, store):
+        try:
+            sessions, view = await _drive(
+                source, deployment, workspace=live, store=store, recording=recording, echo=echo
+            )
+        except ReplayMismatch as mismatch:
+            sessions, view = sorted(store.sessions(), key=lambda i: (i.created_at, i.id)), ""
+            problem: str | None = str(mismatch)
+        else:
+            problem = None
+        cwd = str(live)
+        replayed = [skeleton(store.events(info.id), seed=info.seed_length or 0, cwd=cwd) for info in sessions]
+        logs = _logs(store, sessions, cwd)
+        view = view.replace(cwd, CWD_PLACEHOLDER)
+    recorded = [
+        skeleton((event for event, _ in log.events()), seed=log.info.seed_length)
+        for log in [read_log(source.log), *(read_log(p) for p in _children(source))]
+    ]
+    divergence = problem
+    for index in range(max(len(recorded), len(replayed))):
+        if divergence is not None:
+            break
+        mine = recorded[index] if index < len(recorded) else []
+        theirs = replayed[index] if index < len(replayed) else []
+        found = first_divergence(mine, theirs)
+        if found is not None:
+            which = "the primary session" if index == 0 else f"child session {index}"
+            divergence = f"{which}: {found}"
+    return Rerun(source, recorded, replayed, divergence, logs, view)
+
+
+def _children(scenario: Scenario) -> list[Path]:
+    if scenario.directory is None:
+        return []
+    return child_logs(scenario.directory)
+
+
+async def record(
+    scenario: Scenario, *, workspace: Path | None = None, replies: Path | None = None
+) -> list[tuple[SessionInfo, bytes]]:
+    """Run the scenario's inputs against its live deployment (or, with `replies`, a hand-written model) and return
+    the logs made (the primary first), with the workspace written `{{cwd}}`."""
+    if scenario.doc.inputs is None:
+        raise ScriptError(
+            "recording needs the user inputs: list them under `inputs:` in scenario.yml",
+            place=str(scenario.directory or scenario.log),
+        )
+    deployment = live_deployment(scenario) if replies is None else scripted_deployment(scenario, replies)
+    with _workspace(scenario, workspace) as (live, store):
+        sessions, _ = await _drive(scenario, deployment, workspace=live, store=store, recording=None)
+        return _logs(store, sessions, str(live))
+
+
+_HEADER_LINE = re.compile(rb'^\{"type":"request/header"')
+
+
+def golden_jsonl(log: bytes) -> str:
+    """A replayed log as a golden holds it: `request/header` system and tools reduced to `{{system}}`/`{{tools}}`,
+    so a prompt edit changes the prompt golden only, never a behaviour golden."""
+    lines = []
+    for line in log.splitlines():
+        if _HEADER_LINE.match(line):
+            event = msgspec.json.decode(line)
+            header = event["data"]["header"]
+            if "system" in header:
+                header["system"] = "{{system}}"
+            if "tools" in header:
+                header["tools"] = "{{tools}}"
+            line = msgspec.json.encode(event)
+        lines.append(line.decode())
+    return "\n".join(lines) + "\n"

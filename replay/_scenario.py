@@ -1,0 +1,169 @@
+"""Scenarios: `fixtures/<name>/` holds `scenario.yml` (which deployment, a config overlay, the user inputs), the
+recorded `session.jsonl` (+ child logs `session.N.jsonl`), optionally `override.json` and a `workspace/` that is
+copied into a fresh directory for each run. This module reads them and builds the deployment a run loads."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import yaml
+
+from runtime.kernel import Deployment, PluginEntry, decode_plugin_config, load_deployment
+
+from ._authored import ScriptedConfig, scripted_plugin
+from ._errors import ScriptError
+from ._plugin import ReplayConfig
+from ._plugin import plugin as replay_plugin
+from ._recording import ROOT_LOG
+
+__all__ = [
+    "DEFAULT_DEPLOYMENT",
+    "SCENARIO_FILE",
+    "Scenario",
+    "ScenarioDoc",
+    "discover",
+    "live_deployment",
+    "load_scenario",
+    "replay_deployment",
+    "scripted_deployment",
+]
+
+SCENARIO_FILE = "scenario.yml"
+WORKSPACE_DIR = "workspace"
+DEFAULT_DEPLOYMENT = Path(__file__).with_name("default-deployment.yml")
+LIVE_TRANSPORT = "plugins.llm_openai"
+RETRY = "plugins.retry"
+
+
+class ScenarioDoc(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """`scenario.yml`. `deployment`: a deployment file, relative to the scenario (default: replay's own, every core
+    plugin and tool). `overlay`: per plugin id, config keys laid over the deployment's (a persona edit, a tool's
+    limits). `inputs`: the user's message of each turn (default: the ones the recording logged). `model` and
+    `provider`: the agent's (default: what the recording's first request header names)."""
+
+    description: str = ""
+    deployment: str | None = None
+    overlay: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)
+    inputs: list[str] | None = None
+    model: str | None = None
+    provider: str | None = None
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A scenario directory (or a bare log file, which is a scenario with defaults)."""
+
+    name: str
+    log: Path
+    directory: Path | None
+    doc: ScenarioDoc
+
+    @property
+    def workspace(self) -> Path | None:
+        if self.directory is None:
+            return None
+        path = self.directory / WORKSPACE_DIR
+        return path if path.is_dir() else None
+
+    @property
+    def deployment_file(self) -> Path:
+        if self.doc.deployment is None or self.directory is None:
+            return DEFAULT_DEPLOYMENT
+        return (self.directory / self.doc.deployment).resolve()
+
+
+def load_scenario(path: Path) -> Scenario:
+    """A scenario directory, or a JSONL log file taken as a scenario with defaults."""
+    if path.is_file():
+        return Scenario(path.stem, path, None, ScenarioDoc())
+    if not path.is_dir():
+        raise ScriptError(
+            "no such file or directory; expected a JSONL log or a scenario directory", place=str(path)
+        )
+    doc = ScenarioDoc()
+    spec = path / SCENARIO_FILE
+    if spec.is_file():
+        try:
+            doc = msgspec.convert(
+                yaml.safe_load(spec.read_text(encoding="utf-8")) or {}, ScenarioDoc, strict=True
+            )
+        except (yaml.YAMLError, msgspec.ValidationError) as error:
+            raise ScriptError(f"bad {SCENARIO_FILE}: {error}", place=str(spec)) from None
+    return Scenario(path.name, path / ROOT_LOG, path, doc)
+
+
+def discover(root: Path) -> list[Scenario]:
+    """Every scenario directory directly under `root` (those holding `scenario.yml`), by name."""
+    return [load_scenario(spec.parent) for spec in sorted(root.glob(f"*/{SCENARIO_FILE}"))]
+
+
+def _overlaid(entry: PluginEntry, keys: dict[str, Any]) -> PluginEntry:
+    raw = {**msgspec.to_builtins(entry.config), **keys}
+    config = decode_plugin_config(type(entry.config), raw, plugin=entry.id)
+    return PluginEntry(entry.id, entry.use, entry.plugin, config, entry.line)
+
+
+def live_deployment(scenario: Scenario) -> Deployment:
+    """The scenario's deployment with its overlay: what `dsh record` runs against the live model."""
+    deployment = load_deployment(scenario.deployment_file)
+    unknown = set(scenario.doc.overlay) - {entry.id for entry in deployment.plugins}
+    if unknown:
+        raise ScriptError(
+            f"overlay names plugin ids the deployment does not load: {', '.join(sorted(unknown))}; its ids: "
+            + ", ".join(entry.id for entry in deployment.plugins),
+            place=str(scenario.directory or scenario.log),
+        )
+    entries = [
+        _overlaid(entry, scenario.doc.overlay[entry.id]) if entry.id in scenario.doc.overlay else entry
+        for entry in deployment.plugins
+    ]
+    return Deployment(deployment.path, tuple(entries), deployment.model, deployment.provider)
+
+
+def _swap_transport(scenario: Scenario, deployment: Deployment, entry: PluginEntry) -> Deployment:
+    if not any(e.use == LIVE_TRANSPORT for e in deployment.plugins):
+        raise ScriptError(
+            f"the deployment {deployment.path} loads no live transport ({LIVE_TRANSPORT}) to stand in for",
+            place=str(scenario.directory or scenario.log),
+        )
+    swapped = tuple(entry if e.use == LIVE_TRANSPORT else e for e in deployment.plugins)
+    return Deployment(deployment.path, swapped, deployment.model, deployment.provider)
+
+
+def scripted_deployment(scenario: Scenario, replies: Path) -> Deployment:
+    """The scenario's deployment with the live transport swapped for a hand-written model (`replies.yml`), serving
+    the scenario's provider (or the deployment's, or `scripted`)."""
+    deployment = live_deployment(scenario)
+    provider = scenario.doc.provider or deployment.provider or "scripted"
+    config = ScriptedConfig(replies=str(replies), providers=(provider,))
+    return _swap_transport(
+        scenario, deployment, PluginEntry("scripted-model", "replay", scripted_plugin, config, None)
+    )
+
+
+def replay_deployment(scenario: Scenario, *, pace_ms: float = 0.0) -> Deployment:
+    """The scenario's deployment with the live transport swapped for the replay plugin serving its recording, and
+    retry waits set to zero (time in a replay is not real; the overlay may set them back)."""
+    deployment = live_deployment(scenario)
+    source = scenario.directory or scenario.log
+    replay = PluginEntry(
+        "replay", "replay", replay_plugin, ReplayConfig(log=str(source), pace_ms=pace_ms), None
+    )
+    entries: list[PluginEntry] = []
+    for entry in deployment.plugins:
+        if entry.use == LIVE_TRANSPORT:
+            entries.append(replay)
+        elif entry.use == RETRY and entry.id not in scenario.doc.overlay:
+            entries.append(_overlaid(entry, {"base_delay_ms": 0, "max_delay_ms": 0}))
+        else:
+            entries.append(entry)
+    if replay not in entries:
+        raise ScriptError(
+            f"the deployment {deployment.path} loads no live transport ({LIVE_TRANSPORT}) for the replay plugin "
+            "to stand in for",
+            place=str(source),
+        )
+    return Deployment(deployment.path, tuple(entries), deployment.model, deployment.provider)
