@@ -164,7 +164,10 @@ def _entry(message: Message, names: dict[str, str], limit: int) -> str | None:
                 parts.append(f"[calls {block.name} {_clip(block.arguments, limit)}]")
         return "Assistant:\n" + "\n".join(parts) if parts else None
     source = message.source
-    for part in message.content:
+    checkpoint = isinstance(source, PluginSource) and source.plugin == CHECKPOINT_PLUGIN
+    # a checkpoint reads as its summary alone: the preamble and tags speak to the agent, not the summariser
+    content = message.content[1:-1] if checkpoint and len(message.content) > 2 else message.content
+    for part in content:
         if isinstance(part, ToolResultBlock):
             texts = [
                 _clip(p.text, limit) if isinstance(p, TextBlock) else "[image]"
@@ -182,9 +185,9 @@ def _entry(message: Message, names: dict[str, str], limit: int) -> str | None:
         return None
     if isinstance(source, ToolSource):
         return "\n".join(parts)
+    if checkpoint:
+        return "Earlier checkpoint:\n" + "\n".join(parts)
     if isinstance(source, PluginSource):
-        if source.plugin == CHECKPOINT_PLUGIN:
-            return "Earlier checkpoint:\n" + "\n".join(parts)
         return f"Context ({source.plugin}):\n" + "\n".join(parts)
     return "User:\n" + "\n".join(parts)
 

@@ -9,7 +9,7 @@ import pytest
 
 from plugins.compaction import COMPACTION_PURPOSE, Config
 from runtime.agent import AGENTS
-from runtime.llm import LlmRequest, StreamChunk, ToolResultBlock, UserMessage
+from runtime.llm import LlmRequest, StreamChunk, TextBlock, ToolResultBlock, UserMessage
 from runtime.session import STORE
 from tests.runtime.agent.harness import OPTIONS, calls, text
 
@@ -53,4 +53,8 @@ async def test_two_hundred_turns_of_large_tool_output_stay_under_the_window(tmp_
     ]
     assert len(steps) == 2 * TURNS  # no step was retried: the window was never exceeded
     assert types.count("compaction/summary") >= 5
+    summariser = [r for r in model.requests if r.call is not None and r.call.purpose == COMPACTION_PURPOSE]
+    # every summary after the first folds the checkpoint before it into the new one
+    transcripts = [b.text for r in summariser for b in r.messages[0].content if isinstance(b, TextBlock)]
+    assert all("Earlier checkpoint:\nCheckpoint at turn " in t for t in transcripts[1:])
     assert types.count("compaction/prune") >= 5

@@ -16,7 +16,7 @@ from runtime.session import STORE, write_jsonl
 from runtime.tools import Tool, ToolContext
 from tests.runtime.agent.harness import OPTIONS, ScriptedAdapter, calls, failure, text
 
-from .harness import compaction_host
+from .harness import MeteredScript, blob_tool, compaction_host
 
 pytestmark = pytest.mark.anyio
 
@@ -182,3 +182,32 @@ async def test_recovery_can_be_switched_off(tmp_path: Path) -> None:
             outcome = await agent.run("x" * 2000)
     assert outcome.kind == "error"
     assert len(adapter.requests) == 2
+
+
+async def test_a_step_numbers_its_compaction_calls_apart_from_its_attempts(tmp_path: Path) -> None:
+    blob = '{"size": 8000, "tag": "%s"}'
+    adapter = MeteredScript(
+        [
+            calls(("c1", "blob", blob % "first")),
+            text("done one"),
+            calls(("c2", "blob", blob % "second")),
+            failure("SERVER", "summariser down"),  # pre-step compaction of turn 2, step 2
+            failure(OVERFLOW),  # so step 2 goes out uncompacted and overflows
+            text("a summary after all"),  # overflow recovery
+            text("done two"),
+        ]
+    )
+    config = Config(context_window=4096, prune=False, calibrate=False)
+    with compaction_host(tmp_path, adapter, config, tool_list=[blob_tool()]) as ctx:
+        async with ctx.get(AGENTS).create(OPTIONS) as agent:
+            await agent.run("one")
+            outcome = await agent.run("two")
+        ends = [json.loads(e.data) for e in ctx.get(STORE).events(agent.id, types=("compaction/end",))]
+    assert outcome.kind == "completed"
+    assert [r.call for r in adapter.requests[3:]] == [
+        CallKey(turn=2, step=2, attempt=1, purpose=COMPACTION_PURPOSE),
+        CallKey(turn=2, step=2, attempt=1),
+        CallKey(turn=2, step=2, attempt=2, purpose=COMPACTION_PURPOSE),
+        CallKey(turn=2, step=2, attempt=2),
+    ]
+    assert [end.get("failure", {}).get("code") for end in ends] == ["SERVER", None]
