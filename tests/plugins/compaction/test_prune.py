@@ -37,6 +37,8 @@ async def test_an_old_large_result_is_pruned_and_no_summary_is_needed(tmp_path: 
             before = agent.messages()
             outcome = await agent.run("two")
             after = agent.messages()
+        async with ctx.get(AGENTS).resume(agent.id, OPTIONS) as resumed:
+            assert resumed.messages() == after
         store = ctx.get(STORE)
         prunes = data(store, agent.id, "compaction/prune")
         results = list(store.events(agent.id, types=("tool/result",)))
