@@ -21,6 +21,7 @@ PACKAGES = [
     "plugins.llm_openai",
     "plugins.retry",
     "replay",
+    "plugins.compaction",
 ]
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from runtime.kernel import Emit, Waterfall
-from runtime.llm import CallConfig, LlmFailure, Message
+from runtime.llm import CallConfig, LlmFailure, Message, ToolSpec
 from runtime.session import StoredEvent
 
 if TYPE_CHECKING:
@@ -36,15 +36,16 @@ __all__ = [
 
 @dataclass(frozen=True)
 class PreStep:
-    """Before a step's request exists: the exact system prompt it will carry (`system`), and the messages the log
-    projects now. A listener that changes history (compaction) appends to the agent's log; the loop projects the
-    messages again after the waterfall."""
+    """Before a step's request exists: the exact system prompt (`system`) and tool schemas (`tools`) it will carry,
+    and the messages the log projects now. A listener that changes history (compaction) appends to the agent's
+    log; the loop projects the messages again after the waterfall."""
 
     agent: Agent
     turn: int
     step: int
     system: str
     messages: tuple[Message, ...]
+    tools: tuple[ToolSpec, ...] = ()
 
 
 @dataclass(frozen=True)

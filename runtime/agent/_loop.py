@@ -171,8 +171,12 @@ class _Turn:
             assembly = await agent.ctx.get(SYSTEM_PROMPT).assemble(assemble_context_for(agent))
             system = render_prompt(assembly)
             snapshot = render_context_snapshot(assembly)
+            tools = tuple(
+                ToolSpec(name=t.name, description=t.description, parameters=t.parameters)
+                for t in assembly.tools
+            )
             gate = await agent.ctx.waterfall(
-                PRE_STEP, Proceed(), PreStep(agent, self.turn, self.step, system, agent.messages())
+                PRE_STEP, Proceed(), PreStep(agent, self.turn, self.step, system, agent.messages(), tools)
             )
             if isinstance(gate, Block):
                 return await self.end(TurnEndReason(kind="blocked", message=gate.reason))
@@ -191,10 +195,6 @@ class _Turn:
             )
             if not route.provider or not route.model:
                 raise NoModelError(agent.id)
-            tools = tuple(
-                ToolSpec(name=t.name, description=t.description, parameters=t.parameters)
-                for t in assembly.tools
-            )
             await self.log_header(
                 EpochHeader(
                     config=header_config(route.provider, route.model, route.config),

@@ -35,12 +35,18 @@ class CallConfig(
 
 
 class CallKey(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
-    """Which model call of a session this is: `attempt` counts from 1 within one (`turn`, `step`); a retry is the
-    next attempt. Never sent to a provider; the replay adapter serves recorded chunks by it."""
+    """Which model call of a session this is. Never sent to a provider; the replay adapter serves recorded chunks
+    by it.
+
+    `purpose` says whose call it is: `"step"` is the agent loop's call of (`turn`, `step`), where `attempt` counts
+    from 1 and a retry is the next attempt. An auxiliary call a plugin makes inside a turn names its own purpose
+    (`"compaction"`: plugins.compaction, whose README states how its `step` and `attempt` are numbered), so its
+    numbering never collides with the loop's attempts."""
 
     turn: int
     step: int
     attempt: int = 1
+    purpose: str = "step"
 
 
 class LlmRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):

@@ -46,6 +46,7 @@ from ._events import SessionEndSeed as SessionEndSeed
 from ._events import SessionHeader as SessionHeader
 from ._events import SessionTitle as SessionTitle
 from ._events import SessionTitleData as SessionTitleData
+from ._events import ShadowedRange as ShadowedRange
 from ._events import StepData as StepData
 from ._events import StepEnd as StepEnd
 from ._events import StepStart as StepStart
@@ -161,6 +162,7 @@ __all__ = [
     "SessionStore",
     "SessionTitle",
     "SessionTitleData",
+    "ShadowedRange",
     "SpawnedBy",
     "StepData",
     "StepEnd",

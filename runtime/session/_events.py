@@ -46,6 +46,7 @@ __all__ = [
     "SessionHeader",
     "SessionTitle",
     "SessionTitleData",
+    "ShadowedRange",
     "StepData",
     "StepEnd",
     "StepStart",
@@ -297,9 +298,33 @@ class EmptyData(_Wire, frozen=True, kw_only=True):
     """`{}` (`session/end-seed`)."""
 
 
+class ShadowedRange(_Wire, frozen=True, kw_only=True):
+    """The first and last surface node a compaction shadowed (`shadowedSeqs` is authoritative)."""
+
+    start: int
+    end: int
+
+
 class CompactionData(_Wire, frozen=True, kw_only=True):
+    """`compaction/start|summary|end|prune` (spec §1.6). `start`/`end`: `{compactionId, turn}` (`end` adds
+    `failure` when the summariser call failed). `summary`: the summary blocks, the call's complete `rawOutput`,
+    `llmStreamCall` (true: one `LlmRuntime.stream()` call produced `rawOutput`, and replay serves it), the shadowed
+    nodes, their estimated token count, the call's provider, model, `maxTokens` and `usage`. `prune`: the
+    `tool/result` nodes whose content was replaced and their estimated token count."""
+
     compaction_id: str | None = None
     turn: int | None = None
+    summary: tuple[Block, ...] | None = None
+    raw_output: tuple[Block, ...] | None = None
+    llm_stream_call: bool | None = None
+    shadowed_range: ShadowedRange | None = None
+    shadowed_seqs: tuple[int, ...] | None = None
+    shadowed_token_count: int | None = None
+    provider: str | None = None
+    model: str | None = None
+    max_tokens: int | None = None
+    usage: Usage | None = None
+    failure: dict[str, Any] | None = None
 
 
 class LlmRetryData(_Wire, frozen=True, kw_only=True):

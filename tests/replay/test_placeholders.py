@@ -6,13 +6,23 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from replay._placeholders import CWD_PLACEHOLDER, split_like, with_cwd
-from runtime.llm import BlockAssembler, BlockEnd, BlockStart, CallId, Finish, FinishStop, ToolCallBlock, ToolCallDelta
+from runtime.llm import (
+    BlockAssembler,
+    BlockEnd,
+    BlockStart,
+    CallId,
+    Finish,
+    FinishStop,
+    StreamChunk,
+    ToolCallBlock,
+    ToolCallDelta,
+)
 
 
 def test_a_placeholder_split_across_deltas_is_replaced_whole() -> None:
     arguments = '{"path": "{{cwd}}/a.txt"}'
-    parts = ['{"path": "{{c', 'wd}}/a', '.txt"}']
-    chunks = [
+    parts = ['{"path": "{{c', "wd}}/a", '.txt"}']
+    chunks: list[StreamChunk] = [
         BlockStart(index=0, block_type="tool-call"),
         *(
             ToolCallDelta(index=0, id=CallId("c"), name="read" if i == 0 else None, arguments_delta=p)
@@ -32,7 +42,9 @@ def test_a_placeholder_split_across_deltas_is_replaced_whole() -> None:
     pieces=st.lists(st.sampled_from(["a", "{{cwd}}", "{{", "}}", "cwd", "/x"]), max_size=8),
     cuts=st.lists(st.integers(0, 60), max_size=5),
 )
-def test_split_like_keeps_the_part_count_and_replaces_every_occurrence(pieces: list[str], cuts: list[int]) -> None:
+def test_split_like_keeps_the_part_count_and_replaces_every_occurrence(
+    pieces: list[str], cuts: list[int]
+) -> None:
     whole = "".join(pieces)
     bounds = sorted({min(c, len(whole)) for c in cuts})
     parts = [whole[a:b] for a, b in zip([0, *bounds], [*bounds, len(whole)], strict=True)]

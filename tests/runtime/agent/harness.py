@@ -136,7 +136,7 @@ def slow_tool(started: anyio.Event, name: str = "wait") -> Tool:
 @contextmanager
 def host(
     tmp_path: Path,
-    adapter: ScriptedAdapter,
+    adapter: llm.LlmAdapter,
     *,
     persona: str = "",
     tool_list: Sequence[Tool] = (),

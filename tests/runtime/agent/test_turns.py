@@ -6,7 +6,20 @@ from pathlib import Path
 
 import pytest
 
-from runtime.agent import AGENTS, ERROR, REQUEST_ERROR, AgentError, ErrorDecision, Fail, RequestFailure, Retry
+from runtime.agent import (
+    AGENTS,
+    ERROR,
+    PRE_STEP,
+    REQUEST_ERROR,
+    AgentError,
+    ErrorDecision,
+    Fail,
+    PreStep,
+    RequestFailure,
+    Retry,
+    StepGate,
+)
+from runtime.kernel import Next
 from runtime.llm import AssistantMessage, TextBlock, ToolResultBlock, UserMessage
 from runtime.session import STORE
 
@@ -236,3 +249,22 @@ async def test_a_fork_inherits_completed_turns_only_and_numbers_on(tmp_path: Pat
     assert info.seed_length == parent_types.index("turn/end") + 1
     child_request = adapter.requests[1]
     assert len(child_request.messages) == 3  # the parent's completed turn, then the child's own prompt
+
+
+async def test_pre_step_sees_the_system_prompt_and_tools_the_request_carries(tmp_path: Path) -> None:
+    adapter = ScriptedAdapter([text("ok")])
+    seen: list[PreStep] = []
+    with host(tmp_path, adapter, persona="Be brief.", tool_list=[echo_tool()]) as ctx:
+
+        async def listener(gate: StepGate, pre: PreStep, next_: Next[StepGate]) -> StepGate:
+            seen.append(pre)
+            return await next_(gate)
+
+        ctx.on(PRE_STEP, listener)
+        async with ctx.get(AGENTS).create(OPTIONS) as agent:
+            await agent.run("go")
+    request = adapter.requests[0]
+    assert len(seen) == 1
+    assert (seen[0].turn, seen[0].step, seen[0].messages) == (1, 1, ())
+    assert seen[0].system == request.system
+    assert seen[0].tools == request.tools

@@ -3,19 +3,26 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
+import msgspec
 from hypothesis import given
 from hypothesis import strategies as st
 
 from runtime.session import (
     FORMAT_VERSION,
+    CompactionEnd,
+    CompactionStart,
+    CompactionSummary,
     CountingIds,
     OpaqueEvent,
     SessionInfo,
+    ShadowedRange,
     StoredEvent,
     TurnStart,
     TurnStartData,
     core_event_types,
+    encode_data,
     read_jsonl,
     write_jsonl,
 )
@@ -77,3 +84,25 @@ def test_a_typed_event_knows_its_wire_tag() -> None:
     stored = StoredEvent.from_event(TurnStart(data=TurnStartData(turn=1)), seq=4, time=9)
     assert (stored.type, stored.seq, stored.time, stored.data) == ("turn/start", 4, 9, '{"turn":1}')
     assert stored.view() == TurnStart(seq=4, time=9, data=TurnStartData(turn=1))
+
+
+def test_the_typed_compaction_view_keeps_every_recorded_field() -> None:
+    path = (
+        Path(__file__).resolve().parents[3] / "fixtures" / "harness" / "compaction-recovery" / "session.jsonl"
+    )
+    with path.open("rb") as lines:
+        _, events = read_jsonl(lines)
+        compaction = [e for e in events if e.type.startswith("compaction/")]
+    assert [e.type for e in compaction] == ["compaction/start", "compaction/summary", "compaction/end"]
+    for event in compaction:
+        view = event.view()
+        assert isinstance(view, CompactionStart | CompactionSummary | CompactionEnd)
+        assert msgspec.json.decode(encode_data(view.data)) == msgspec.json.decode(event.data)
+    summary = compaction[1].view()
+    assert isinstance(summary, CompactionSummary)
+    assert summary.data.llm_stream_call is True
+    assert summary.data.raw_output is not None
+    assert summary.data.raw_output[0].text == "The request established a durable compaction premise."
+    assert summary.data.shadowed_range == ShadowedRange(start=4, end=4)
+    assert summary.data.usage is not None
+    assert summary.data.usage.output_tokens == 4
