@@ -28,7 +28,7 @@ from runtime.llm import (
 )
 from runtime.session import SessionStore
 
-from ._errors import ScriptError, format_call
+from ._errors import ScriptError
 from ._recording import ROOT_LOG, Recording, child_logs, load_recording, stored_recording
 from ._rerun import record, rerun
 from ._scenario import load_scenario
@@ -118,6 +118,11 @@ def _said(chunks: tuple[StreamChunk, ...]) -> str:
     return " ".join(said)
 
 
+def _key(entry: ScriptEntry) -> str:
+    """(turn,step,attempt): the kind column says whose call it is."""
+    return f"({entry.call.turn},{entry.call.step},{entry.call.attempt})"
+
+
 def _line(entry: ScriptEntry, log_name: str) -> str:
     place = entry.place
     if place.startswith(f"{log_name}:"):
@@ -133,9 +138,7 @@ def _line(entry: ScriptEntry, log_name: str) -> str:
     said = _said(entry.chunks)
     override = f"  [override: {entry.override}]" if entry.override else ""
     count = f"{len(entry.chunks):>4} {'chunk' if len(entry.chunks) == 1 else 'chunks':<6}"
-    return (
-        f"  {format_call(entry.call):<9} {entry.kind:<10} {count}  {ending:<11} {said}{override}  ({place})"
-    )
+    return f"  {_key(entry):<9} {entry.kind:<10} {count}  {ending:<11} {said}{override}  ({place})"
 
 
 def _load(log: str, override: Path | None, store: Path | None) -> tuple[Recording, list[Path]]:

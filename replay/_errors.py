@@ -17,8 +17,12 @@ __all__ = ["OverrideError", "ReplayMismatch", "ScriptError", "format_call"]
 
 
 def format_call(call: CallKey | None) -> str:
-    """`(turn, step, attempt)` as people read it: `(1,2,1)`; a call without a key is `(no call key)`."""
-    return "(no call key)" if call is None else f"({call.turn},{call.step},{call.attempt})"
+    """`(turn, step, attempt)` as people read it: `(1,2,1)`, an auxiliary call with its purpose:
+    `(1,2,1 compaction)`; a call without a key is `(no call key)`."""
+    if call is None:
+        return "(no call key)"
+    purpose = "" if call.purpose == "step" else f" {call.purpose}"
+    return f"({call.turn},{call.step},{call.attempt}{purpose})"
 
 
 class ScriptError(ReplayError, ValueError):

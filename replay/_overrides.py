@@ -51,7 +51,8 @@ class _Target(
 
     @property
     def call(self) -> CallKey:
-        return CallKey(turn=self.turn, step=self.step, attempt=self.attempt)
+        purpose = "compaction" if self.kind == "compaction" else "step"
+        return CallKey(turn=self.turn, step=self.step, attempt=self.attempt, purpose=purpose)
 
 
 class ReplaceOverride(_Target, frozen=True, kw_only=True, tag="replace"):

@@ -8,9 +8,11 @@ Derivation (spec/session-and-replay.md §3.2, keyed as ARCHITECTURE.md's Replay 
   or a torn log): such an entry is refused with a `ScriptError` naming its key unless an override covers it.
 * A marked local compaction call (`compaction/summary` with `llmStreamCall: true` and its `rawOutput`) becomes a
   synthetic entry of kind `compaction`: `block-start`/`block-end` per raw block, `usage` when recorded, then
-  `finish{stop}`. Its key is the key of the model call it prepares: the open (or, before `step/start`, the next)
-  turn and step, and the attempt after the last model attempt recorded there. A compaction entry and the model
-  call after it therefore share a key; the compaction entry comes first and is served first.
+  `finish{stop}`. A failed one (`compaction/end` with `llmStreamCall: true` and a `failure`) becomes that stream
+  from its `rawOutput` when present, else a single `finish{error}`. Its key is plugins.compaction's:
+  `CallKey(turn, step, n, purpose="compaction")`, `step` the step the compaction serves (the open step, or between
+  steps the next one), `n` counting compaction calls within that (turn, step) from 1. The loop's calls keep
+  `purpose="step"`, so a compaction never shifts their attempts.
 * A child log is sliced at its `seedLength`: only events at seq >= seedLength feed its script.
 
 `recorded_turns` lists each turn's recorded user inputs, what a driver re-running the log sends.
@@ -31,7 +33,9 @@ from runtime.llm import (
     BlockType,
     CallKey,
     Finish,
+    FinishError,
     FinishStop,
+    LlmFailure,
     ReasoningBlock,
     StreamChunk,
     TextBlock,
@@ -155,6 +159,7 @@ class _Summary(msgspec.Struct, frozen=True, rename="camel"):
     llm_stream_call: bool = False
     raw_output: tuple[AssistantBlock, ...] | None = None
     usage: TokenUsage | None = None
+    failure: LlmFailure | None = None
 
 
 class _Turn(msgspec.Struct, frozen=True):
@@ -188,6 +193,8 @@ class _MessageSource(msgspec.Struct, frozen=True):
 
 _CHUNK = msgspec.json.Decoder(_ChunkData)
 _SUMMARY = msgspec.json.Decoder(_Summary)
+COMPACTION = "compaction"
+"""The `CallKey.purpose` of plugins.compaction's summariser calls."""
 _TURN = msgspec.json.Decoder(_Turn)
 _STEP = msgspec.json.Decoder(_Step)
 _HEADER = msgspec.json.Decoder(_HeaderData)
@@ -202,16 +209,17 @@ def _block_type(block: AssistantBlock) -> BlockType:
 
 
 def compaction_chunks(
-    raw_output: tuple[AssistantBlock, ...], usage: TokenUsage | None
+    raw_output: tuple[AssistantBlock, ...], usage: TokenUsage | None, *, failure: LlmFailure | None = None
 ) -> tuple[StreamChunk, ...]:
-    """The canonical stream of a compaction call from its raw output (the original delta partitioning is lost)."""
+    """The canonical stream of a compaction call from its raw output (the original delta partitioning is lost),
+    ending `finish{stop}`, or `finish{error}` for a failed call."""
     chunks: list[StreamChunk] = []
     for index, block in enumerate(raw_output):
         chunks.append(BlockStart(index=index, block_type=_block_type(block)))
         chunks.append(BlockEnd(index=index, block=block))
     if usage is not None:
         chunks.append(UsageChunk(usage))
-    chunks.append(Finish(reason=FinishStop()))
+    chunks.append(Finish(reason=FinishStop() if failure is None else FinishError(failure)))
     return tuple(chunks)
 
 
@@ -223,6 +231,7 @@ class _Deriver:
         self.entries: list[ScriptEntry] = []
         self.providers: dict[str, None] = {}
         self.attempts: dict[tuple[int, int], int] = {}
+        self.compactions: dict[tuple[int, int], int] = {}
         self.group: tuple[int, int] | None = None
         self.chunks: list[StreamChunk] = []
         self.place = ""
@@ -258,28 +267,35 @@ class _Deriver:
         if isinstance(data.chunk, Finish):
             self.close()
 
-    def summary(self, event_data: str, place: str, seq: int) -> None:
+    def summary(self, event_data: str, place: str, seq: int, *, end: bool = False) -> None:
+        """A `compaction/summary` (the call succeeded), or a `compaction/end` (only a failed call adds an entry)."""
         self.close()
+        name = "compaction/end" if end else "compaction/summary"
         try:
             summary = _SUMMARY.decode(event_data)
         except msgspec.DecodeError as error:
-            raise ScriptError(f"bad compaction/summary (seq {seq}): {error}", place=place) from None
-        if not summary.llm_stream_call:
-            return  # a template or remote summariser: no model call through this context to replay
+            raise ScriptError(f"bad {name} (seq {seq}): {error}", place=place) from None
+        if not summary.llm_stream_call or (end and summary.failure is None):
+            return  # no call through this context (a template or remote summariser), or a success seen already
         turn = self.open_turn if self.open_turn is not None else self.last_turn + 1
         if self.open_turn is None:
             step = 1
         else:
             step = self.open_step if self.open_step is not None else self.last_step + 1
-        call = CallKey(turn=turn, step=step, attempt=self.attempts.get((turn, step), 0) + 1)
-        if summary.raw_output is None:
+        number = self.compactions.get((turn, step), 0) + 1
+        self.compactions[(turn, step)] = number
+        call = CallKey(turn=turn, step=step, attempt=number, purpose=COMPACTION)
+        if summary.failure is not None:
+            chunks = compaction_chunks(summary.raw_output or (), summary.usage, failure=summary.failure)
+        elif summary.raw_output is None:
             raise ScriptError(
                 f"compaction/summary (seq {seq}) is marked llmStreamCall but has no rawOutput; the compaction "
                 f"call {format_call(call)} cannot be rebuilt (give it rawOutput, or supply the call in override.json)",
                 place=place,
                 call=call,
             )
-        chunks = compaction_chunks(summary.raw_output, summary.usage)
+        else:
+            chunks = compaction_chunks(summary.raw_output, summary.usage)
         self.entries.append(ScriptEntry(call, "compaction", chunks, place))
 
     def bound(self, kind: str, event_data: str, place: str, seq: int) -> None:
@@ -323,6 +339,8 @@ def derive_entries(log: RecordedLog) -> tuple[tuple[ScriptEntry, ...], tuple[str
                 ) from None
         elif kind == "compaction/summary" and event.seq >= seed:
             walk.summary(event.data, log.place(event, line), event.seq)
+        elif kind == "compaction/end" and event.seq >= seed:
+            walk.summary(event.data, log.place(event, line), event.seq, end=True)
     walk.close()
     return tuple(walk.entries), tuple(walk.providers)
 

@@ -52,8 +52,10 @@ pytestmark = pytest.mark.anyio
 CANCEL = HARNESS / "cancel" / "session.jsonl"
 
 
-def request(session_id: str | None, turn: int, step: int, attempt: int = 1, **extra: Any) -> LlmRequest:
-    call = CallKey(turn=turn, step=step, attempt=attempt)
+def request(
+    session_id: str | None, turn: int, step: int, attempt: int = 1, purpose: str = "step", **extra: Any
+) -> LlmRequest:
+    call = CallKey(turn=turn, step=step, attempt=attempt, purpose=purpose)
     extra.setdefault("messages", ())
     return LlmRequest(provider=PROVIDER, model="m", session_id=session_id, call=call, **extra)
 
@@ -64,12 +66,12 @@ async def drain(stream: AsyncIterator[StreamChunk]) -> list[StreamChunk]:
 
 
 async def served(
-    adapter: LlmAdapter, session_id: str | None, turn: int, step: int, attempt: int = 1
+    adapter: LlmAdapter, session_id: str | None, turn: int, step: int, attempt: int = 1, purpose: str = "step"
 ) -> list[StreamChunk]:
     """The call as the loop receives it: through `LlmRuntime`."""
     llm = LlmRuntime()
     llm.register(PROVIDER, adapter)
-    return await drain(llm.stream(request(session_id, turn, step, attempt)))
+    return await drain(llm.stream(request(session_id, turn, step, attempt, purpose)))
 
 
 class Sessions:
@@ -106,8 +108,8 @@ async def test_each_call_is_served_its_recorded_chunks_and_the_run_is_consumed()
     entries = recording.root.entries
     assert await served(adapter, root, 1, 1) == list(entries[0].chunks)
     assert await served(adapter, root, 1, 2) == list(entries[1].chunks)
-    assert await served(adapter, root, 1, 2, 2) == list(entries[2].chunks)  # the compaction call comes first
-    assert await served(adapter, root, 1, 2, 2) == list(entries[3].chunks)  # then the retry
+    assert await served(adapter, root, 1, 2, 1, "compaction") == list(entries[2].chunks)
+    assert await served(adapter, root, 1, 2, 2) == list(entries[3].chunks)  # the retry after it
     adapter.assert_consumed()
     assert adapter.bindings() == {root: recording.root.log.name}
 

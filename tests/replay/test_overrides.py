@@ -105,7 +105,7 @@ def test_replace_sets_the_chunks_of_a_call_or_adds_one() -> None:
     )
     assert [(e.call, e.kind, e.override) for e in script.entries] == [
         (CallKey(turn=1, step=1), "model", "replace"),
-        (CallKey(turn=2, step=1), "compaction", "replace"),
+        (CallKey(turn=2, step=1, purpose="compaction"), "compaction", "replace"),
     ]
     assert script.entries[0].chunks == tuple(text_call("replaced"))
     assert script.entries[0].place == "override.json: overrides[0]"
@@ -298,16 +298,18 @@ def test_overrides_can_be_built_in_code() -> None:
     assert derive_script(read_log(CANCEL), built).entries[0].end == Hang("r")
 
 
-def test_two_compactions_at_one_key_cannot_be_told_apart(tmp_path: Path) -> None:
+def test_two_compactions_in_one_step_are_numbered_and_overridden_apart(tmp_path: Path) -> None:
     raw = [{"type": "text", "text": "s"}]
     log = LogBuilder().add("turn/start", {"turn": 1}).header()
     for name in "ab":
         log.add("compaction/summary", {"compactionId": name, "rawOutput": raw, "llmStreamCall": True})
     log.step(1, 1, text_call("x"))
     path = log.write(tmp_path / "s.jsonl")
-    assert [e.kind for e in derive_script(read_log(path)).entries] == ["compaction", "compaction", "model"]
-    with pytest.raises(OverrideError, match="2 compaction entries at \\(1,1,1\\)"):
-        derive_script(read_log(path), overrides({"op": "hang", "turn": 1, "step": 1, "kind": "compaction"}))
+    entries = derive_script(read_log(path)).entries
+    assert [(e.kind, e.call.attempt) for e in entries] == [("compaction", 1), ("compaction", 2), ("model", 1)]
+    second = {"op": "hang", "turn": 1, "step": 1, "attempt": 2, "kind": "compaction"}
+    hung = derive_script(read_log(path), overrides(second)).entries
+    assert [e.end for e in hung] == [None, Hang(None), None]
 
 
 def test_the_originals_positional_override_file_is_refused_not_ignored(tmp_path: Path) -> None:

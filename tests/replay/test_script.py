@@ -41,7 +41,7 @@ EXPECTED: dict[str, list[tuple[int, int, int, str, str]]] = {
     "compaction-recovery/session.jsonl": [
         (1, 1, 1, "model", "tool-calls"),
         (1, 2, 1, "model", "error"),
-        (1, 2, 2, "compaction", "stop"),
+        (1, 2, 1, "compaction", "stop"),
         (1, 2, 2, "model", "stop"),
     ],
     "empty-response-retry/session.jsonl": [(1, 1, 1, "model", "error"), (1, 1, 2, "model", "stop")],
@@ -128,7 +128,8 @@ def test_a_marked_compaction_call_is_a_synthetic_stream_keyed_like_the_call_it_p
     compaction = script.entries[2]
     text = "The request established a durable compaction premise."
     assert compaction.kind == "compaction"
-    assert compaction.call == script.entries[3].call == CallKey(turn=1, step=2, attempt=2)
+    assert compaction.call == CallKey(turn=1, step=2, attempt=1, purpose="compaction")
+    assert script.entries[3].call == CallKey(turn=1, step=2, attempt=2)
     assert compaction.chunks == (
         BlockStart(index=0, block_type="text"),
         BlockEnd(index=0, block=TextBlock(text)),
@@ -178,7 +179,7 @@ def test_an_unmarked_summary_adds_no_entry_and_a_marked_one_without_raw_output_i
     with pytest.raises(ScriptError, match="no rawOutput") as caught:
         derive_script(read_log(broken))
     assert caught.value.place == f"{broken}:22"
-    assert caught.value.call == CallKey(turn=1, step=2, attempt=2)
+    assert caught.value.call == CallKey(turn=1, step=2, attempt=1, purpose="compaction")
 
 
 def test_a_bad_chunk_names_the_file_line_and_seq(tmp_path: Path) -> None:
