@@ -7,7 +7,7 @@ from ._authored import Reply as Reply
 from ._authored import ScriptedModel as ScriptedModel
 from ._authored import load_replies as load_replies
 from ._authored import scripted_plugin as scripted_plugin
-from ._cli import record_app as record_app
+from ._cli import record_scenario as record_scenario
 from ._cli import replay_app as replay_app
 from ._errors import OverrideError as OverrideError
 from ._errors import ReplayMismatch as ReplayMismatch
@@ -61,7 +61,7 @@ __all__ = [
     "ScriptedModel",
     "load_replies",
     "scripted_plugin",
-    "record_app",
+    "record_scenario",
     "CWD_PLACEHOLDER",
     "with_cwd",
     "Rerun",

@@ -34,14 +34,14 @@ from ._rerun import record, rerun
 from ._scenario import load_scenario
 from ._script import Hang, ScriptEntry, Throw
 
-__all__ = ["record_app", "replay_app"]
+__all__ = ["record_scenario", "replay_app"]
 
 
 class _RunByDefault(TyperGroup):
     """`dsh replay LOG` means `dsh replay run LOG`; `dsh replay inspect LOG` stays a subcommand."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # Any: typer's bundled click Context type
-        if args and args[0] not in self.commands and not args[0].startswith("-"):
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
             args = ["run", *args]
         return super().parse_args(ctx, args)
 
@@ -51,7 +51,7 @@ replay_app = typer.Typer(
     help="Replay recorded sessions: `dsh replay LOG` re-runs one; `dsh replay inspect LOG` prints its script.",
     no_args_is_help=True,
 )
-record_app = typer.Typer(help="Record a scenario's log.")
+
 
 _PREVIEW = 48
 
@@ -250,7 +250,6 @@ def run(
     )
 
 
-@record_app.callback(invoke_without_command=True)
 def record_scenario(
     scenario_dir: Annotated[
         Path, typer.Argument(metavar="SCENARIO", help="The scenario directory to record into.")

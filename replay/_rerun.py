@@ -12,7 +12,7 @@ import re
 import shutil
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AsyncExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,7 +20,7 @@ import anyio
 import msgspec
 from rich.console import Console
 
-from runtime.agent import AGENTS, EVENT, AgentOptions
+from runtime.agent import AGENTS, EVENT, Agent, AgentOptions
 from runtime.cli.view import TerminalView
 from runtime.kernel import Context, Deployment, load_deployment_into
 from runtime.llm import TextBlock, UserBlock
@@ -66,6 +66,20 @@ def _prompt(blocks: tuple[UserBlock, ...], cwd: str) -> tuple[UserBlock, ...]:
         TextBlock(block.text.replace(CWD_PLACEHOLDER, cwd)) if isinstance(block, TextBlock) else block
         for block in blocks
     )
+
+
+def _resumed_turns(log_path: Path) -> set[int]:
+    """The turns before which the recording was closed and resumed: a `session/end-seed` after a `turn/end`."""
+    resumed: set[int] = set()
+    last_turn = 0
+    seen_end = False
+    for event, _ in read_log(log_path).events():
+        if event.type == "turn/end":
+            last_turn = msgspec.json.decode(event.data)["turn"]
+            seen_end = True
+        elif event.type == "session/end-seed" and seen_end:
+            resumed.add(last_turn + 1)
+    return resumed
 
 
 def _header_model(log_path: Path) -> tuple[str | None, str | None]:
@@ -132,12 +146,21 @@ async def _drive(
             turns = [
                 (turn.turn, tuple(block for m in turn.inputs for block in m.content)) for turn in recorded
             ]
-        async with ctx.get(AGENTS).create(options) as agent:
+        resumes = set(scenario.doc.resume_before)
+        if recording is not None and not scenario.doc.resume_before:
+            resumes = _resumed_turns(scenario.log)
+        agents = ctx.get(AGENTS)
+        async with AsyncExitStack() as stack:
+            agent = await stack.enter_async_context(agents.create(options))
             for number, blocks in turns:
                 if not blocks:
                     raise ScriptError(
                         f"turn {number} has no user input to re-run it with", place=str(scenario.log)
                     )
+                if number in resumes:  # the recording was closed and resumed here: so is the re-run
+                    session = agent.id
+                    await stack.aclose()
+                    agent = await stack.enter_async_context(agents.resume(session, options))
                 hangs = (
                     []
                     if recording is None
@@ -151,7 +174,7 @@ async def _drive(
                     if hangs:
                         group.start_soon(_cancel_when_ready, hangs, group.cancel_scope)
 
-                    async def turn(blocks: tuple[UserBlock, ...] = blocks) -> None:
+                    async def turn(blocks: tuple[UserBlock, ...] = blocks, agent: Agent = agent) -> None:
                         await agent.run(_prompt(blocks, str(workspace)))
                         group.cancel_scope.cancel()
 

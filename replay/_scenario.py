@@ -41,13 +41,15 @@ RETRY = "plugins.retry"
 class ScenarioDoc(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     """`scenario.yml`. `deployment`: a deployment file, relative to the scenario (default: replay's own, every core
     plugin and tool). `overlay`: per plugin id, config keys laid over the deployment's (a persona edit, a tool's
-    limits). `inputs`: the user's message of each turn (default: the ones the recording logged). `model` and
+    limits). `inputs`: the user's message of each turn (default: the ones the recording logged). `resume_before`: turns
+    before which the agent is closed and its session resumed (default: where the recording was). `model` and
     `provider`: the agent's (default: what the recording's first request header names)."""
 
     description: str = ""
     deployment: str | None = None
     overlay: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)
     inputs: list[str] | None = None
+    resume_before: list[int] = msgspec.field(default_factory=list)
     model: str | None = None
     provider: str | None = None
 
@@ -96,8 +98,14 @@ def load_scenario(path: Path) -> Scenario:
 
 
 def discover(root: Path) -> list[Scenario]:
-    """Every scenario directory directly under `root` (those holding `scenario.yml`), by name."""
-    return [load_scenario(spec.parent) for spec in sorted(root.glob(f"*/{SCENARIO_FILE}"))]
+    """Every scenario directory below `root` (those holding `scenario.yml`), named by their path from `root`."""
+    found = []
+    for spec in sorted(root.rglob(SCENARIO_FILE)):
+        scenario = load_scenario(spec.parent)
+        found.append(
+            Scenario(spec.parent.relative_to(root).as_posix(), scenario.log, scenario.directory, scenario.doc)
+        )
+    return found
 
 
 def _overlaid(entry: PluginEntry, keys: dict[str, Any]) -> PluginEntry:

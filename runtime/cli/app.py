@@ -1,5 +1,5 @@
 """The `dsh` command: the root typer app, its core command groups, and the groups that plugins and replay add
-through the `dsh.commands` entry-point group (each entry point names a `typer.Typer`)."""
+through the `dsh.commands` entry-point group (each entry point names a `typer.Typer` group or a command function)."""
 
 from __future__ import annotations
 
@@ -35,10 +35,15 @@ ENTRY_POINT_GROUP = "dsh.commands"
 
 def _add_entry_point_groups() -> None:
     for entry in entry_points(group=ENTRY_POINT_GROUP):
-        group = entry.load()
-        if not isinstance(group, typer.Typer):
-            raise TypeError(f"entry point {entry.name} = {entry.value} must name a typer.Typer")
-        app.add_typer(group, name=entry.name)
+        loaded = entry.load()
+        if isinstance(loaded, typer.Typer):
+            app.add_typer(loaded, name=entry.name)
+        elif callable(loaded):
+            app.command(entry.name)(loaded)
+        else:
+            raise TypeError(
+                f"entry point {entry.name} = {entry.value} must name a typer.Typer or a command function"
+            )
 
 
 def main() -> None:

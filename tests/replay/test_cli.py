@@ -107,7 +107,7 @@ def test_the_dsh_command_has_the_group_and_a_stream_needing_an_override_exits_2_
     shown = dsh("replay", "inspect", "fixtures/harness/text-turn", "--json")
     assert shown.returncode == 0, shown.stderr
     assert json.loads(shown.stdout)["finish"] == "stop"
-    failed = dsh("replay", "inspect", "fixtures/harness/cancel")
+    failed = dsh("replay", "inspect", "fixtures/harness/cancel/session.jsonl")
     assert failed.returncode == 2
     assert failed.stdout == ""
     (line,) = failed.stderr.splitlines()

@@ -94,7 +94,7 @@ def test_bad_config_is_refused_naming_the_plugin(ctx: Context, config: object, m
 
 def test_a_log_that_needs_an_override_fails_the_load_and_registers_nothing(ctx: Context) -> None:
     with pytest.raises(ScriptError, match="needs an override"):
-        ctx.plugin(replay_plugin, {"log": str(HARNESS / "cancel")})
+        ctx.plugin(replay_plugin, {"log": str(HARNESS / "cancel" / "session.jsonl")})
     assert ctx.get(LLM).providers() == ()
 
 
