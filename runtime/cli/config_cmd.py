@@ -14,7 +14,10 @@ from runtime.kernel import check_needs, load_deployment
 
 __all__ = ["config_app"]
 
-config_app = typer.Typer(help="Deployment config files.", no_args_is_help=True)
+config_app = typer.Typer(
+    help="Deployment config files.\n\nExample: dsh config check examples/coding-agent.yml",
+    no_args_is_help=True,
+)
 
 
 @config_app.command("check")
@@ -22,7 +25,12 @@ def check(
     file: Annotated[Path, typer.Argument(help="The deployment YAML file.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the plugin list as JSON.")] = False,
 ) -> None:
-    """Validate FILE without applying any plugin, and list its plugins with what each provides and needs."""
+    """Validate a deployment file without applying any plugin, and list its plugins.
+
+    Each plugin is listed, in load order, with the services it provides and needs.
+
+    Example: dsh config check examples/coding-agent.yml
+    """
     deployment = load_deployment(file)
     check_needs(deployment)
     rows = [

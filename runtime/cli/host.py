@@ -1,5 +1,6 @@
-"""The host side of every command that runs agents (`dsh run`, and later chat, acp, replay): open the session
-store, provide it on a root context, load the deployment into it, and work out the agents' options."""
+"""The host side of every command that runs agents (`dsh run`, `dsh chat`, `dsh acp`): open the session store,
+provide it on a root context, load the deployment into it, install the model transport (the live adapters the
+deployment loads, or, later, a replay adapter) and work out the agents' options."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from importlib.metadata import entry_points
 from pathlib import Path
 
 from runtime.agent import AgentOptions
@@ -15,9 +17,10 @@ from runtime.session import STORE, SessionStore
 
 from .sessions_cmd import default_store_path
 
-__all__ = ["CONFIG_ENV", "Host", "deployment_path", "open_host"]
+__all__ = ["CONFIG_ENV", "REPLAY_ENTRY_POINT_GROUP", "Host", "deployment_path", "install_replay", "open_host"]
 
 CONFIG_ENV = "DSH_CONFIG"
+REPLAY_ENTRY_POINT_GROUP = "dsh.replay"
 
 
 @dataclass(frozen=True)
@@ -51,15 +54,35 @@ def deployment_path(config: Path | None) -> Path:
     )
 
 
+def install_replay(ctx: Context, deployment: Deployment, log: Path) -> None:
+    """THE seam for `--replay LOG` (run, chat and acp): register a replay adapter on `ctx` that serves the recorded
+    model calls of `log` under the deployment's provider routes, so the loop runs unchanged (the model is a
+    transport). runtime/ imports nothing from replay/, so the adapter arrives through the `dsh.replay` entry point:
+    a function `(ctx, deployment, log) -> None`. No command passes `--replay` yet; the replay branch wires it."""
+    found = list(entry_points(group=REPLAY_ENTRY_POINT_GROUP))
+    if not found:
+        raise ConfigError(
+            f"--replay {log}: no replay adapter is installed (nothing in the `{REPLAY_ENTRY_POINT_GROUP}` "
+            "entry-point group); replay/ provides it"
+        )
+    if len(found) > 1:
+        names = ", ".join(f"{entry.name} = {entry.value}" for entry in found)
+        raise ConfigError(f"--replay {log}: more than one `{REPLAY_ENTRY_POINT_GROUP}` entry point: {names}")
+    found[0].load()(ctx, deployment, log)
+
+
 @contextmanager
-def open_host(config: Path | None, store: Path | None) -> Iterator[Host]:
-    """Open the store (default: the user's), load the deployment into a fresh root context, and undo both on exit."""
+def open_host(config: Path | None, store: Path | None, *, replay: Path | None = None) -> Iterator[Host]:
+    """Open the store (default: the user's), load the deployment into a fresh root context, register the replay
+    adapter when `replay` names a log, and undo all of it on exit."""
     deployment = load_deployment(deployment_path(config))
     with SessionStore(store or default_store_path()) as opened:
         ctx = Context()
         ctx.provide(STORE, opened)
         loaded = load_deployment_into(ctx, deployment)
         try:
+            if replay is not None:
+                install_replay(ctx, deployment, replay)
             yield Host(ctx, deployment, opened)
         finally:
             for plugin in reversed(loaded):

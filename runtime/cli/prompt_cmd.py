@@ -54,7 +54,12 @@ def prompt(
         bool, typer.Option("--json", help="Print system, contexts, tools and variables as JSON.")
     ] = False,
 ) -> None:
-    """Print the system prompt and tool schemas CONFIG's deployment would send; a template error exits with 2."""
+    """Print the system prompt and tool schemas a deployment would send.
+
+    A template error names the section and the registered variables, and exits with 2.
+
+    Example: dsh prompt --config examples/acp-agent.yml --cwd /work/project
+    """
     assembly = _assemble(config, model=model, cwd=cwd)
     system = render_prompt(assembly)
     contexts = render_context_snapshot(assembly)
