@@ -16,6 +16,7 @@ from rich.markup import escape
 
 from runtime.kernel import DshError
 
+from .chat_cmd import chat
 from .config_cmd import config_app
 from .prompt_cmd import prompt
 from .run_cmd import run
@@ -28,7 +29,7 @@ ENTRY_POINT_GROUP = "dsh.commands"
 app = typer.Typer(
     name="dsh",
     help="dsh: an event-sourced agent runtime with replay testing.\n\n"
-    "Example: dsh run \"list the Python files here\" --config examples/coding-agent.yml",
+    "Example: dsh chat --config examples/coding-agent.yml",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
@@ -37,6 +38,7 @@ app.add_typer(config_app, name="config")
 app.add_typer(sessions_app, name="sessions")
 app.command("prompt")(prompt)
 app.command("run")(run)
+app.command("chat")(chat)
 
 
 class _State:
