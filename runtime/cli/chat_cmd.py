@@ -249,8 +249,7 @@ def chat(
 ) -> None:
     """Talk with the deployment's agent in the terminal, one turn per line you type.
 
-    Each turn streams as it arrives. Ctrl-C cancels a running turn (it is logged aborted); Ctrl-C at the prompt or
-    Ctrl-D exits. Slash commands: /fork, /sessions, /prompt, /help, /exit.
+    Each turn streams as it arrives. Ctrl-C cancels a running turn (it is logged aborted); Ctrl-C at the prompt or Ctrl-D exits. Slash commands: /fork, /sessions, /prompt, /help, /exit.
 
     Example: dsh chat --config examples/coding-agent.yml --session 01J5Z3...
     """
