@@ -18,6 +18,7 @@ PACKAGES = [
     "runtime.session",
     "runtime.llm",
     "plugins.llm_openai",
+    "plugins.acp",
 ]
 
 
