@@ -22,7 +22,7 @@ from .prompt_cmd import prompt
 from .run_cmd import run
 from .sessions_cmd import sessions_app
 
-__all__ = ["ENTRY_POINT_GROUP", "app", "main"]
+__all__ = ["ENTRY_POINT_GROUP", "add_entry_point_commands", "app", "main"]
 
 ENTRY_POINT_GROUP = "dsh.commands"
 
@@ -75,7 +75,7 @@ def _root(
 _added: set[str] = set()
 
 
-def _add_entry_points() -> None:
+def add_entry_point_commands() -> None:
     """Add each `dsh.commands` entry point once: a `typer.Typer` becomes a command group, a function a command."""
     for entry in entry_points(group=ENTRY_POINT_GROUP):
         if entry.name in _added:
@@ -100,9 +100,11 @@ def main(argv: list[str] | None = None) -> None:
     """Run `dsh`. A DshError prints one line and exits 2, a usage error prints the usage and exits 2, anything
     unexpected prints one line naming its type and exits 1; `--debug` prints the traceback instead."""
     _State.debug = False
-    _add_entry_points()
+    add_entry_point_commands()
     try:
-        app(args=argv, standalone_mode=False)
+        code = app(args=argv, prog_name="dsh", standalone_mode=False)
+        if isinstance(code, int) and code:  # a typer.Exit(code) that click handed back instead of raising
+            sys.exit(code)
     except typer.Exit as done:
         sys.exit(done.exit_code)
     except (typer.Abort, KeyboardInterrupt):
