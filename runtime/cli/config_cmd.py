@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from runtime.kernel import check_needs, load_deployment
+from runtime.session import STORE
 
 __all__ = ["config_app"]
 
@@ -32,7 +33,7 @@ def check(
     Example: dsh config check examples/coding-agent.yml
     """
     deployment = load_deployment(file)
-    check_needs(deployment)
+    check_needs(deployment, host_provides=(STORE,))  # every agent-running command provides the store
     rows = [
         {
             "id": entry.id,

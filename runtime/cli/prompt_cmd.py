@@ -4,6 +4,8 @@ tool schemas a model request would carry (or the render error)."""
 from __future__ import annotations
 
 import json
+import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated
 
@@ -11,7 +13,8 @@ import anyio
 import msgspec
 import typer
 
-from runtime.kernel import Context, load_deployment, load_deployment_into
+from runtime.agent import AGENTS
+from runtime.kernel import Context, Deployment, load_deployment, load_deployment_into
 from runtime.prompt import (
     SYSTEM_PROMPT,
     AssembleContext,
@@ -19,26 +22,40 @@ from runtime.prompt import (
     render_context_snapshot,
     render_prompt,
 )
+from runtime.session import STORE, SessionStore
 
-__all__ = ["prompt"]
+__all__ = ["assemble_deployment", "prompt"]
+
+
+def assemble_deployment(deployment: Deployment, facts: Mapping[str, str]) -> PromptAssembly:
+    """Load `deployment` into a fresh context and assemble its prompt for `facts` (`model`, `cwd`), as its agent
+    loop would; everything loaded is undone before returning."""
+    ctx = Context()
+    # A deployment that loads the agent loop needs the session store the host provides; nothing is written to it.
+    with (
+        tempfile.TemporaryDirectory(prefix="dsh-prompt-") as scratch,
+        SessionStore(Path(scratch) / "s.db") as store,
+    ):
+        ctx.provide(STORE, store)
+        loaded = load_deployment_into(ctx, deployment)
+        try:
+            system_prompt = ctx.get(SYSTEM_PROMPT)
+            if not ctx.has(AGENTS):
+                # Without the agent loop nobody owns `model` and `cwd`: state them here as the loop does, as
+                # projections of the facts.
+                system_prompt.variable("model", lambda context: context.facts.get("model"))
+                system_prompt.variable("cwd", lambda context: context.facts.get("cwd"))
+            return anyio.run(system_prompt.assemble, AssembleContext(ctx=ctx, facts=dict(facts)))
+        finally:
+            for plugin in reversed(loaded):
+                plugin.unload()
+            ctx.dispose()
 
 
 def _assemble(config: Path, *, model: str | None, cwd: str | None) -> PromptAssembly:
     deployment = load_deployment(config)
-    ctx = Context()
-    loaded = load_deployment_into(ctx, deployment)
-    try:
-        system_prompt = ctx.get(SYSTEM_PROMPT)
-        # Stand-in until the agent loop (runtime.agent) exists: the loop owns the `model` and `cwd` variables,
-        # as pure projections of the agent it assembles for. This command states the same facts from its options.
-        system_prompt.variable("model", lambda context: context.facts.get("model"))
-        system_prompt.variable("cwd", lambda context: context.facts.get("cwd"))
-        facts = {key: value for key, value in (("model", model or deployment.model), ("cwd", cwd)) if value}
-        return anyio.run(system_prompt.assemble, AssembleContext(ctx=ctx, facts=facts))
-    finally:
-        for plugin in reversed(loaded):
-            plugin.unload()
-        ctx.dispose()
+    facts = {key: value for key, value in (("model", model or deployment.model), ("cwd", cwd)) if value}
+    return assemble_deployment(deployment, facts)
 
 
 def prompt(

@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -18,6 +18,7 @@ import yaml
 
 from .errors import ConfigError, MissingServiceError, ServiceConflictError
 from .plugin import Plugin, declared_providers
+from .services import ServiceKey
 
 __all__ = [
     "Deployment",
@@ -221,10 +222,10 @@ def load_deployment(path: str | Path, *, env: Mapping[str, str] | None = None) -
     return Deployment(file, tuple(checked), model=doc.model, provider=doc.provider)
 
 
-def check_needs(deployment: Deployment) -> None:
-    """Check, without loading anything, that each plugin's needs are provided by a plugin listed before it and
-    that no service is provided twice."""
-    providers: dict[str, str] = {}
+def check_needs(deployment: Deployment, *, host_provides: Iterable[ServiceKey[Any]] = ()) -> None:
+    """Check, without loading anything, that each plugin's needs are provided by a plugin listed before it (or by
+    the host, before any plugin loads: `host_provides`) and that no service is provided twice."""
+    providers: dict[str, str] = {key.name: "the host" for key in host_provides}
     for entry in deployment.plugins:
         for need in entry.plugin.needs:
             if need.name not in providers:

@@ -113,3 +113,12 @@ def test_needs_must_be_met_by_an_earlier_plugin(tmp_path: Path) -> None:
     deployment = load_deployment(write(tmp_path, text), env={})
     with pytest.raises(ConfigError, match=r'needs service "greeter".*plugins that provide it: hello'):
         check_needs(deployment)
+
+
+def test_needs_may_be_met_by_the_host(tmp_path: Path) -> None:
+    text = f"plugins:\n  - id: user\n    use: {SAMPLES}\n"
+    deployment = load_deployment(write(tmp_path, text), env={})
+    check_needs(deployment, host_provides=(GREETER,))
+    provider = f"plugins:\n  - id: hello\n    use: {SAMPLES}:greeter\n    config: {{greeting: hi}}\n"
+    with pytest.raises(ConfigError, match=r'"greeter".*the host'):
+        check_needs(load_deployment(write(tmp_path, provider), env={}), host_provides=(GREETER,))
