@@ -6,21 +6,24 @@ import json
 import sys
 from pathlib import Path
 
-import anyio
 import msgspec
 import pytest
 from syrupy.assertion import SnapshotAssertion
 from typer.testing import CliRunner
 
 from runtime.cli import app, main
-from runtime.kernel import ConfigError, Context, ServiceNotFoundError, load_deployment, load_deployment_into
-from runtime.prompt import SYSTEM_PROMPT, AssembleContext, PromptRenderError, render_prompt
+from runtime.cli.prompt_cmd import assemble_deployment
+from runtime.kernel import ConfigError, ServiceNotFoundError, load_deployment
+from runtime.prompt import PromptRenderError, render_prompt
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 CODING = EXAMPLES / "coding-agent.yml"
 ACP = EXAMPLES / "acp-agent.yml"
 # The facts the agent loop would state for these deployments: the `model:` key, and for ACP the client's cwd.
 CASES = {"coding-agent.yml": {}, "acp-agent.yml": {"cwd": "/workspace/project"}}
+
+# The tools both examples load (bash, tool_fs, tool_web's fetch), in the order the prompt lists them.
+EXAMPLE_TOOLS = ["bash", "edit", "glob", "grep", "read", "web_fetch", "write"]
 
 runner = CliRunner()
 
@@ -29,13 +32,8 @@ runner = CliRunner()
 def test_prompt_golden(example: str, snapshot: SnapshotAssertion) -> None:
     deployment = load_deployment(EXAMPLES / example)
     assert deployment.model == "deepseek-v4-flash"
-    ctx = Context()
-    load_deployment_into(ctx, deployment)
-    sp = ctx.get(SYSTEM_PROMPT)
-    sp.variable("model", lambda context: context.facts.get("model"))
-    sp.variable("cwd", lambda context: context.facts.get("cwd"))
     facts = {"model": deployment.model, **CASES[example]}
-    assembly = anyio.run(sp.assemble, AssembleContext(ctx=ctx, facts=facts))
+    assembly = assemble_deployment(deployment, facts)
     system = render_prompt(assembly)
     assert "{{" not in system
     assert "powered by the deepseek-v4-flash model" in system
@@ -48,7 +46,7 @@ def test_dsh_prompt_fills_model_from_the_deployment() -> None:
     assert result.exit_code == 0, result.output
     assert "powered by the deepseek-v4-flash model" in result.stdout
     assert result.stdout.startswith("# system prompt\n\nYou are an AI agent running on dsh")
-    assert "# tools (0)\n\n(none)" in result.stdout
+    assert "# tools (7)" in result.stdout
 
 
 def test_dsh_prompt_model_option_overrides_the_deployment() -> None:
@@ -63,7 +61,7 @@ def test_dsh_prompt_json() -> None:
     payload = json.loads(result.stdout)
     assert payload["variables"] == {"model": "deepseek-v4-flash", "cwd": "/w"}
     assert "The workspace is /w;" in payload["system"]
-    assert payload["tools"] == []
+    assert [tool["name"] for tool in payload["tools"]] == EXAMPLE_TOOLS
     assert payload["contexts"] == ""
 
 
