@@ -96,13 +96,28 @@ def _fail(message: str, code: int) -> None:
     sys.exit(code)
 
 
+def _alone(error: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The one exception a task group wrapped, or the group itself when it holds more (or nested several)."""
+    inner: BaseException = error
+    while isinstance(inner, BaseExceptionGroup) and len(inner.exceptions) == 1:
+        inner = inner.exceptions[0]
+    return inner
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run `dsh`. A DshError prints one line and exits 2, a usage error prints the usage and exits 2, anything
-    unexpected prints one line naming its type and exits 1; `--debug` prints the traceback instead."""
+    unexpected prints one line naming its type and exits 1; `--debug` prints the traceback instead. An error that
+    a task group wrapped alone is reported as itself."""
     _State.debug = False
     add_entry_point_commands()
     try:
-        code = app(args=argv, prog_name="dsh", standalone_mode=False)
+        try:
+            code = app(args=argv, prog_name="dsh", standalone_mode=False)
+        except BaseExceptionGroup as grouped:
+            alone = _alone(grouped)
+            if alone is grouped:
+                raise
+            raise alone from grouped
         if isinstance(code, int) and code:  # a typer.Exit(code) that click handed back instead of raising
             sys.exit(code)
     except typer.Exit as done:

@@ -50,8 +50,11 @@ class LineReader:
         self._fd = fd
         self._buffer = b""
         self._eof = False
-        # a regular file is always readable, and the event loop cannot poll one
-        self._poll = not stat.S_ISREG(os.fstat(fd).st_mode)
+        # The event loop can poll terminals, pipes and sockets; a regular file or /dev/null is always readable
+        # (and cannot be polled), so those are read directly.
+        mode = os.fstat(fd).st_mode
+        self.interactive = os.isatty(fd)
+        self._poll = self.interactive or stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
     async def readline(self) -> str | None:
         """The next line without its newline, or None at end of input."""
@@ -163,6 +166,8 @@ class _Chat:
             if scope.cancelled_caught or line is None:
                 self.out.print()
                 return
+            if not self.reader.interactive:  # nobody's terminal echoed it: show what is being answered
+                self.out.print(line, markup=False)
             yield line
 
     async def _turn(self, agent: Agent, text: str) -> None:

@@ -4,6 +4,7 @@ turn, Ctrl-C cancelling a turn mid-stream, /fork, the other slash commands, and 
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 import anyio
@@ -159,5 +160,22 @@ async def test_a_chat_reads_piped_lines_and_ends_at_end_of_input(tmp_path: Path)
         )
     out = result.stdout.decode()
     assert result.returncode == 0, result.stderr.decode()
-    assert out.index("first") < out.index("unknown command /nonsense") < out.index("second")
+    assert (
+        out.index("\u203a one\nfirst")
+        < out.index("unknown command /nonsense")
+        < out.index("\u203a two\nsecond")
+    )
     assert len(server.requests) == 2
+
+
+async def test_a_chat_on_dev_null_ends_at_once(tmp_path: Path) -> None:
+    config = tmp_path / "deployment.yml"
+    config.write_text(deployment("http://127.0.0.1:9/v1"))
+    result = await anyio.run_process(
+        [*DSH, "chat", "--config", str(config), "--store", str(tmp_path / "s.db")],
+        stdin=subprocess.DEVNULL,
+        env=plain_env(),
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr.decode()
+    assert "continue it with: dsh chat --session" in result.stderr.decode()

@@ -15,6 +15,7 @@ from syrupy.assertion import SnapshotAssertion
 
 from runtime.cli import main
 from runtime.cli.app import add_entry_point_commands, app
+from runtime.kernel import ConfigError
 from tests.runtime.cli.helpers import DSH, deployment, plain_env
 
 
@@ -120,3 +121,14 @@ def test_an_unexpected_error_is_one_line_unless_debug(
     err = capsys.readouterr().err
     assert "Traceback (most recent call last)" in err
     assert 'raise RuntimeError("boom")' in err
+
+
+def test_an_error_a_task_group_wrapped_alone_is_reported_as_itself(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async def broken(*args: object, **kwargs: object) -> int:
+        raise ExceptionGroup("unhandled errors in a TaskGroup", [ConfigError("the deployment is wrong")])
+
+    monkeypatch.setattr("runtime.cli.run_cmd._run", broken)
+    assert _exit(["run", "hi"]) == 2
+    assert capsys.readouterr().err == "error: the deployment is wrong\n"
