@@ -312,20 +312,25 @@ class AcpServer:
         self._ready()
         session = self._session(session_id)
         blocks = _user_blocks(prompt)
-        if session.busy.locked() or session.closed.is_set():
+        if session.closed.is_set():
+            raise RequestError(
+                INVALID_REQUEST, f'session "{session_id}" is closing', {"sessionId": session_id}
+            )
+        if session.turn is not None or session.busy.locked():
             raise RequestError(
                 INVALID_REQUEST,
                 f'session "{session_id}" is already running a prompt; cancel it or wait for its response',
                 {"sessionId": session_id},
             )
+        # The scope is in place before anything awaits, so a session/cancel that arrives at once still lands.
+        scope = session.turn = anyio.CancelScope()
         outcome: TurnOutcome | None = None
-        async with session.busy:
-            with anyio.CancelScope() as scope:
-                session.turn = scope
-                try:
+        try:
+            with scope:
+                async with session.busy:
                     outcome = await session.agent.run(blocks)
-                finally:
-                    session.turn = None
+        finally:
+            session.turn = None
         if outcome is None:
             return PromptResponse(stop_reason="cancelled")
         return PromptResponse(stop_reason=stop_reason(outcome, session_id))
