@@ -39,6 +39,7 @@ from ._scenario import Scenario as Scenario
 from ._scenario import ScenarioDoc as ScenarioDoc
 from ._scenario import discover as discover
 from ._scenario import load_scenario as load_scenario
+from ._scenario import with_replay as with_replay
 from ._script import EntryKind as EntryKind
 from ._script import FinishKind as FinishKind
 from ._script import Hang as Hang
@@ -72,6 +73,7 @@ __all__ = [
     "ScenarioDoc",
     "discover",
     "load_scenario",
+    "with_replay",
     "first_divergence",
     "skeleton",
     "DEFAULT_PROVIDER",

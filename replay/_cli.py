@@ -48,7 +48,8 @@ class _RunByDefault(TyperGroup):
 
 replay_app = typer.Typer(
     cls=_RunByDefault,
-    help="Replay recorded sessions: `dsh replay LOG` re-runs one; `dsh replay inspect LOG` prints its script.",
+    help="Replay recorded sessions: `dsh replay LOG` re-runs one; `dsh replay inspect LOG` prints its script.\n\n"
+    "Example: dsh replay fixtures/authored/fs-tools",
     no_args_is_help=True,
 )
 
@@ -175,7 +176,10 @@ def inspect(
     ] = None,
 ) -> None:
     """Print the model-call script of a recorded log, one line per call: (turn,step,attempt), kind, chunk count,
-    how it finishes and what it says. A stream with no finish and no override is an error."""
+    how it finishes and what it says. A stream with no finish and no override is an error.
+
+    Example: dsh replay inspect fixtures/harness/compaction-recovery --json
+    """
     recording, children = _load(log, override, store)
     script = recording.root
     if as_json:
@@ -222,7 +226,7 @@ def run(
     """Re-run a recording: its user messages drive the real loop, its model calls are served from the log, its
     tools run live in a copy of the workspace; exits 1 at the first divergence from the recording.
 
-    Example: `dsh replay fixtures/harness/bash-tool-turn`
+    Example: dsh replay fixtures/harness/bash-tool-turn
     """
     console = Console(stderr=True)
     scenario = load_scenario(log)
@@ -264,7 +268,7 @@ def record_scenario(
     """Run a scenario's `inputs:` against its deployment's live model (or, with --script, a hand-written one) and
     write `session.jsonl` (+ `session.N.jsonl` for child sessions) into the scenario, the workspace written {{cwd}}.
 
-    Example: `DEEPSEEK_API_KEY=... dsh record fixtures/my-scenario`
+    Example: dsh record fixtures/my-scenario  (with DEEPSEEK_API_KEY set)
     """
     scenario = load_scenario(scenario_dir)
     if scenario.directory is None:

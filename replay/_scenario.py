@@ -29,6 +29,7 @@ __all__ = [
     "load_scenario",
     "replay_deployment",
     "scripted_deployment",
+    "with_replay",
 ]
 
 SCENARIO_FILE = "scenario.yml"
@@ -131,11 +132,12 @@ def live_deployment(scenario: Scenario) -> Deployment:
     return Deployment(deployment.path, tuple(entries), deployment.model, deployment.provider)
 
 
-def _swap_transport(scenario: Scenario, deployment: Deployment, entry: PluginEntry) -> Deployment:
+def _swap_transport(scenario: Scenario | Path, deployment: Deployment, entry: PluginEntry) -> Deployment:
     if not any(e.use == LIVE_TRANSPORT for e in deployment.plugins):
+        place = scenario if isinstance(scenario, Path) else scenario.directory or scenario.log
         raise ScriptError(
             f"the deployment {deployment.path} loads no live transport ({LIVE_TRANSPORT}) to stand in for",
-            place=str(scenario.directory or scenario.log),
+            place=str(place),
         )
     swapped = tuple(entry if e.use == LIVE_TRANSPORT else e for e in deployment.plugins)
     return Deployment(deployment.path, swapped, deployment.model, deployment.provider)
@@ -150,6 +152,13 @@ def scripted_deployment(scenario: Scenario, replies: Path) -> Deployment:
     return _swap_transport(
         scenario, deployment, PluginEntry("scripted-model", "replay", scripted_plugin, config, None)
     )
+
+
+def with_replay(deployment: Deployment, log: Path) -> Deployment:
+    """Any deployment with its live transport swapped for the replay plugin serving `log` (a JSONL log or a
+    scenario directory): `dsh run|chat|acp --replay LOG` (the `dsh.replay` entry point)."""
+    replay = PluginEntry("replay", "replay", replay_plugin, ReplayConfig(log=str(log)), None)
+    return _swap_transport(log, deployment, replay)
 
 
 def replay_deployment(scenario: Scenario, *, pace_ms: float = 0.0) -> Deployment:

@@ -22,6 +22,7 @@ PACKAGES = [
     "plugins.retry",
     "replay",
     "plugins.compaction",
+    "plugins.acp",
 ]
 
 

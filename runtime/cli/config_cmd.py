@@ -16,7 +16,10 @@ from .host import HOST_SERVICES
 
 __all__ = ["config_app"]
 
-config_app = typer.Typer(help="Deployment config files.", no_args_is_help=True)
+config_app = typer.Typer(
+    help="Deployment config files.\n\nExample: dsh config check examples/coding-agent.yml",
+    no_args_is_help=True,
+)
 
 
 @config_app.command("check")
@@ -25,7 +28,10 @@ def check(
     as_json: Annotated[bool, typer.Option("--json", help="Print the plugin list as JSON.")] = False,
 ) -> None:
     """Validate FILE without applying any plugin, and list its plugins with what each provides and needs. The
-    services the dsh command itself provides (the session store) count as present."""
+    services the dsh command itself provides (the session store) count as present.
+
+    Example: dsh config check examples/coding-agent.yml
+    """
     deployment = load_deployment(file)
     check_needs(deployment, host=HOST_SERVICES)
     host = [key.name for key in HOST_SERVICES]

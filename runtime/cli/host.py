@@ -1,6 +1,6 @@
-"""The host side of every command that loads a deployment: the services the `dsh` command provides on the root
-context before loading it (the session store: where sessions live is the host's choice, not the deployment's), and
-opening a deployment over them, for inspection (`scratch_host`) or to run agents (`open_host`)."""
+"""The host side of every command that runs agents (`dsh run`, `dsh chat`, `dsh acp`): open the session store,
+provide it on a root context, load the deployment into it, install the model transport (the live adapters the
+deployment loads, or a replay adapter with `--replay`) and work out the agents' options."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from importlib.metadata import entry_points
 from pathlib import Path
 from tempfile import TemporaryDirectory
 from typing import Any
@@ -18,9 +19,19 @@ from runtime.session import STORE, SessionStore
 
 from .sessions_cmd import default_store_path
 
-__all__ = ["CONFIG_ENV", "HOST_SERVICES", "Host", "deployment_path", "open_host", "scratch_host"]
+__all__ = [
+    "CONFIG_ENV",
+    "HOST_SERVICES",
+    "REPLAY_ENTRY_POINT_GROUP",
+    "Host",
+    "deployment_path",
+    "replayed",
+    "open_host",
+    "scratch_host",
+]
 
 CONFIG_ENV = "DSH_CONFIG"
+REPLAY_ENTRY_POINT_GROUP = "dsh.replay"
 
 HOST_SERVICES: tuple[ServiceKey[Any], ...] = (STORE,)
 """The services the `dsh` command provides on the root context (the session store); `dsh config check` counts them
@@ -58,10 +69,31 @@ def deployment_path(config: Path | None) -> Path:
     )
 
 
+def replayed(deployment: Deployment, log: Path) -> Deployment:
+    """`--replay LOG` (run, chat, acp): the deployment with its live model transport swapped for a replay adapter
+    serving the recorded model calls of `log`, so the loop runs unchanged (the model is a transport). runtime/
+    imports nothing from replay/, so the swap arrives through the `dsh.replay` entry point: a function
+    `(deployment, log) -> Deployment`."""
+    found = list(entry_points(group=REPLAY_ENTRY_POINT_GROUP))
+    if not found:
+        raise ConfigError(
+            f"--replay {log}: no replay adapter is installed (nothing in the `{REPLAY_ENTRY_POINT_GROUP}` "
+            "entry-point group); replay/ provides it"
+        )
+    if len(found) > 1:
+        names = ", ".join(f"{entry.name} = {entry.value}" for entry in found)
+        raise ConfigError(f"--replay {log}: more than one `{REPLAY_ENTRY_POINT_GROUP}` entry point: {names}")
+    swapped: Deployment = found[0].load()(deployment, log)
+    return swapped
+
+
 @contextmanager
-def open_host(config: Path | None, store: Path | None) -> Iterator[Host]:
-    """Open the store (default: the user's), load the deployment into a fresh root context, and undo both on exit."""
+def open_host(config: Path | None, store: Path | None, *, replay: Path | None = None) -> Iterator[Host]:
+    """Open the store (default: the user's), load the deployment into a fresh root context (its model served from
+    the recorded log `replay` when given), and undo all of it on exit."""
     deployment = load_deployment(deployment_path(config))
+    if replay is not None:
+        deployment = replayed(deployment, replay)
     with SessionStore(store or default_store_path()) as opened:
         ctx = Context()
         ctx.provide(STORE, opened)

@@ -82,7 +82,12 @@ def prompt(
         bool, typer.Option("--json", help="Print system, contexts, tools and variables as JSON.")
     ] = False,
 ) -> None:
-    """Print the system prompt and tool schemas CONFIG's deployment would send; a template error exits with 2."""
+    """Print the system prompt and tool schemas a deployment would send.
+
+    A template error (an unknown or valueless variable) names the section and exits with 2.
+
+    Example: dsh prompt --config examples/coding-agent.yml --cwd .
+    """
     assembly = _assemble(config, model=model, cwd=cwd)
     system = _render(assembly)
     contexts = render_context_snapshot(assembly)

@@ -14,14 +14,18 @@ from rich.console import Console
 from runtime.agent import AGENTS, EVENT
 
 from .host import open_host
-from .sessions_cmd import StoreOption
+from .options import (
+    ConfigOption,
+    CwdOption,
+    ModelOption,
+    ProviderOption,
+    ReplayOption,
+    SessionOption,
+    StoreOption,
+)
 from .view import TerminalView
 
-__all__ = ["ConfigOption", "run"]
-
-ConfigOption = Annotated[
-    Path | None, typer.Option("--config", help="The deployment YAML file [default: $DSH_CONFIG].")
-]
+__all__ = ["run"]
 
 
 async def _run(
@@ -33,9 +37,10 @@ async def _run(
     model: str | None,
     provider: str | None,
     cwd: Path | None,
+    replay: Path | None,
     out: Console,
 ) -> int:
-    with open_host(config, store) as host:
+    with open_host(config, store, replay=replay) as host:
         view = TerminalView(out)
         host.ctx.on(EVENT, view.on_event)
         agents = host.ctx.get(AGENTS)
@@ -52,17 +57,19 @@ async def _run(
 def run(
     prompt: Annotated[str, typer.Argument(help="What to ask the agent.")],
     config: ConfigOption = None,
-    session: Annotated[str | None, typer.Option("--session", help="Continue this stored session.")] = None,
+    session: SessionOption = None,
     store: StoreOption = None,
-    model: Annotated[str | None, typer.Option(help="The model [default: the deployment's `model:`].")] = None,
-    provider: Annotated[
-        str | None, typer.Option(help="The provider route [default: the deployment's `provider:`].")
-    ] = None,
-    cwd: Annotated[
-        Path | None, typer.Option(help="The workspace [default: the current directory; a session's own].")
-    ] = None,
+    model: ModelOption = None,
+    provider: ProviderOption = None,
+    cwd: CwdOption = None,
+    replay: ReplayOption = None,
 ) -> None:
-    """Run one turn headless and stream it: `dsh run "list the files here" --config examples/coding-agent.yml`."""
+    """Run one turn headless and stream it to the terminal.
+
+    Reasoning streams dim, then the text, each tool call and a short form of its result. The session id is printed on stderr; the exit status is 1 if the turn ended in error.
+
+    Example: dsh run "list the Python files here" --config examples/coding-agent.yml
+    """
     code = anyio.run(
         lambda: _run(
             prompt,
@@ -72,6 +79,7 @@ def run(
             model=model,
             provider=provider,
             cwd=cwd,
+            replay=replay,
             out=Console(soft_wrap=True),
         )
     )

@@ -29,9 +29,12 @@ from runtime.session import (
     project,
 )
 
-__all__ = ["default_store_path", "sessions_app"]
+__all__ = ["StoreOption", "default_store_path", "sessions_app", "sessions_table"]
 
-sessions_app = typer.Typer(help="Session logs: list, show, export, import, fork.", no_args_is_help=True)
+sessions_app = typer.Typer(
+    help="Session logs: list, show, export, import, fork.\n\nExample: dsh sessions list --store sessions.db",
+    no_args_is_help=True,
+)
 
 
 def default_store_path() -> Path:
@@ -42,7 +45,7 @@ def default_store_path() -> Path:
 
 StoreOption = Annotated[
     Path | None,
-    typer.Option("--store", help="The session store file [default: $XDG_DATA_HOME/dsh/sessions.db]."),
+    typer.Option("--store", help="The session store file \\[default: $XDG_DATA_HOME/dsh/sessions.db]."),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 
@@ -61,22 +64,34 @@ def _info_json(info: SessionInfo, length: int) -> dict[str, Any]:
     return data
 
 
-@sessions_app.command("list")
-def list_sessions(store: StoreOption = None, as_json: JsonOption = False) -> None:
-    """List the sessions in the store, oldest first."""
-    with _open(store) as opened:
-        rows = [(info, opened.length(info.id)) for info in opened.sessions()]
-    if as_json:
-        typer.echo(json.dumps([_info_json(info, length) for info, length in rows]))
-        return
+def sessions_table(store: SessionStore, *, current: str | None = None) -> Table:
+    """The store's sessions, oldest first, as a table (`current`, when given, is marked with `*`)."""
+    rows = [(info, store.length(info.id)) for info in store.sessions()]
     table = Table(title=f"{len(rows)} sessions")
-    table.add_column("id", overflow="fold")
-    for column in ("created (UTC)", "events", "parent", "cwd"):
-        table.add_column(column, overflow="fold")
+    table.add_column("id", no_wrap=True)  # ids are copied into --session: never folded
+    table.add_column("created (UTC)", no_wrap=True)
+    table.add_column("events", no_wrap=True, justify="right")
+    table.add_column("parent", overflow="fold")
+    table.add_column("cwd", overflow="fold")
     for info, length in rows:
         parent = "-" if info.parent_id is None else f"{info.parent_id} @{info.seed_length}"
-        table.add_row(info.id, _when(info.created_at), str(length), parent, info.cwd or "-")
-    Console().print(table)
+        mark = "* " if info.id == current else ""
+        table.add_row(mark + info.id, _when(info.created_at), str(length), parent, info.cwd or "-")
+    return table
+
+
+@sessions_app.command("list")
+def list_sessions(store: StoreOption = None, as_json: JsonOption = False) -> None:
+    """List the sessions in the store, oldest first.
+
+    Example: dsh sessions list --store sessions.db
+    """
+    with _open(store) as opened:
+        if as_json:
+            rows = [(info, opened.length(info.id)) for info in opened.sessions()]
+            typer.echo(json.dumps([_info_json(info, length) for info, length in rows]))
+            return
+        Console().print(sessions_table(opened))
 
 
 def _text_of(message: Message) -> list[tuple[str, str]]:
@@ -138,7 +153,10 @@ def show(
     store: StoreOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Show a session: its turns, steps, tool calls and messages."""
+    """Show a session: its turns, steps, tool calls and messages.
+
+    Example: dsh sessions show 01J5Z3... --store sessions.db
+    """
     with _open(store) as opened:
         info = opened.info(session_id)
         length = opened.length(session_id)
@@ -179,7 +197,10 @@ def export(
     no_pack: Annotated[bool, typer.Option("--no-pack", help="Write every chunk as its own line.")] = False,
     store: StoreOption = None,
 ) -> None:
-    """Export a session as JSONL (format version 0); a fork's inherited prefix is written out in full."""
+    """Export a session as JSONL (format version 0); a fork's inherited prefix is written out in full.
+
+    Example: dsh sessions export 01J5Z3... -o session.jsonl
+    """
     with _open(store) as opened:
         if output is None:
             export_jsonl(opened, session_id, sys.stdout.buffer, pack=not no_pack)
@@ -195,7 +216,10 @@ def import_(
     store: StoreOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Import a JSONL log as a new session; a bad file is refused whole, naming the line and the rule."""
+    """Import a JSONL log as a new session; a bad file is refused whole, naming the line and the rule.
+
+    Example: dsh sessions import session.jsonl
+    """
     with _open(store) as opened:
         info = import_jsonl(opened, file)
         length = opened.length(info.id)
@@ -214,7 +238,10 @@ def fork(
     store: StoreOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Fork a session by reference: the child inherits events 0..AT and copies none."""
+    """Fork a session by reference: the child inherits events 0..AT and copies none.
+
+    Example: dsh sessions fork 01J5Z3... --at 41
+    """
     with _open(store) as opened:
         child = opened.fork(session_id, at)
     if as_json:

@@ -3,9 +3,7 @@ then answers; the whole turn is then visible in `dsh sessions show`."""
 
 from __future__ import annotations
 
-import json
 import os
-import sys
 from pathlib import Path
 
 import anyio
@@ -13,34 +11,9 @@ import pytest
 
 from tests.plugins.llm_openai.helpers import call, wire
 from tests.plugins.llm_openai.loopback import Reply, loopback, sse
+from tests.runtime.cli.helpers import DSH, deployment
 
 pytestmark = pytest.mark.anyio
-
-DSH = [sys.executable, "-c", "from runtime.cli import main; main()"]
-
-
-def deployment(base_url: str, *, key_env: str | None = None) -> str:
-    route: dict[str, object] = {"id": "local", "base_url": base_url}
-    if key_env:
-        route["api_key_env"] = key_env
-    return json.dumps(
-        {
-            "model": "m",
-            "provider": "local",
-            "plugins": [
-                {
-                    "id": "prompt",
-                    "use": "runtime.prompt",
-                    "config": {"persona": "You are a test agent on {{model}}."},
-                },
-                {"id": "llm", "use": "runtime.llm"},
-                {"id": "openai", "use": "plugins.llm_openai", "config": {"providers": [route]}},
-                {"id": "tools", "use": "runtime.tools"},
-                {"id": "bash", "use": "plugins.tool_bash"},
-                {"id": "agent", "use": "runtime.agent"},
-            ],
-        }
-    )
 
 
 async def dsh(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:

@@ -1,0 +1,272 @@
+"""`dsh acp` end to end: the server as a subprocess, the agent-client-protocol SDK's client driving it, and the
+model served by a loopback OpenAI-compatible server through plugins.llm_openai."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+from acp import PROTOCOL_VERSION, RequestError, text_block
+from acp.schema import (
+    AgentMessageChunk,
+    AgentThoughtChunk,
+    ContentToolCallContent,
+    TextContentBlock,
+    ToolCallProgress,
+    ToolCallStart,
+    UserMessageChunk,
+)
+
+from runtime.session import SessionStore
+from tests.plugins.acp.harness import Recorder, dsh_acp, kinds, text_of, write_deployment
+from tests.plugins.llm_openai.loopback import Reply, loopback
+from tests.runtime.cli.helpers import answer, bash_call, partial_then_hang
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_a_prompt_turn_streams_thought_text_and_a_bash_call(tmp_path: Path) -> None:
+    recorder = Recorder()
+    async with loopback(bash_call("echo from-bash"), answer("all done", reasoning="let me see")) as server:
+        config = write_deployment(tmp_path / "deployment.yml", server.base_url)
+        async with dsh_acp(tmp_path, config, recorder) as (conn, _):
+            with anyio.fail_after(60):
+                init = await conn.initialize(protocol_version=PROTOCOL_VERSION)
+                session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+                response = await conn.prompt(
+                    session_id=session.session_id, prompt=[text_block("echo something")]
+                )
+
+    assert init.protocol_version == PROTOCOL_VERSION
+    assert init.agent_capabilities is not None
+    assert init.agent_capabilities.load_session
+    assert init.agent_info is not None
+    assert init.agent_info.name == "dsh"
+    assert response.stop_reason == "end_turn"
+    updates = recorder.of(session.session_id)
+    assert kinds(updates) == ["tool_call", "tool_call_update", "agent_thought_chunk", "agent_message_chunk"]
+    call, result = updates[0], updates[1]
+    assert isinstance(call, ToolCallStart)
+    assert (call.tool_call_id, call.title, call.kind, call.status) == (
+        "call_1",
+        "bash: echo from-bash",
+        "execute",
+        "in_progress",
+    )
+    assert call.raw_input == {"command": "echo from-bash", "description": "run it"}
+    assert isinstance(result, ToolCallProgress)
+    assert (result.tool_call_id, result.status) == ("call_1", "completed")
+    assert result.content is not None
+    assert isinstance(result.content[0], ContentToolCallContent)
+    assert isinstance(result.content[0].content, TextContentBlock)
+    assert "from-bash" in result.content[0].content.text
+    assert text_of(updates, AgentThoughtChunk) == "let me see"
+    assert text_of(updates, AgentMessageChunk) == "all done"
+    assert len([u for u in updates if isinstance(u, AgentMessageChunk)]) == 2, "text streams as it arrives"
+    system = server.requests[0].json()["messages"][0]
+    assert system["role"] == "system"
+    assert f"work in {tmp_path}." in system["content"], "the client's cwd is {{cwd}}"
+
+
+async def test_cancel_mid_stream_answers_cancelled_and_logs_the_turn_aborted(tmp_path: Path) -> None:
+    recorder = Recorder()
+    async with loopback(partial_then_hang("partial"), answer("after")) as server:
+        config = write_deployment(tmp_path / "deployment.yml", server.base_url)
+        async with dsh_acp(tmp_path, config, recorder) as (conn, _):
+            with anyio.fail_after(60):
+                await conn.initialize(protocol_version=PROTOCOL_VERSION)
+                sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+                responses = []
+
+                async def prompt() -> None:
+                    responses.append(await conn.prompt(session_id=sid, prompt=[text_block("go on")]))
+
+                async with anyio.create_task_group() as group:
+                    group.start_soon(prompt)
+                    await recorder.wait_for(
+                        lambda seen: text_of([u for _, u in seen], AgentMessageChunk) == "partial"
+                    )
+                    with pytest.raises(RequestError) as busy:
+                        await conn.prompt(session_id=sid, prompt=[text_block("me too")])
+                    await conn.cancel(session_id=sid)
+                await server.client_closed.wait()
+                again = await conn.prompt(session_id=sid, prompt=[text_block("and now?")])
+
+    assert busy.value.code == -32600
+    assert [r.stop_reason for r in responses] == ["cancelled"]
+    assert again.stop_reason == "end_turn", "the session goes on after a cancelled turn"
+    assert text_of(recorder.of(sid), AgentMessageChunk) == "partialafter"
+    with SessionStore(tmp_path / "sessions.db") as store:
+        ends = [e.decode_data().reason.kind for e in store.events(sid, types=("turn/end",))]
+        kept = [e.decode_data() for e in store.events(sid, types=("assistant/message",))]
+    assert ends == ["aborted", "completed"]
+    assert kept[0].interrupted
+    assert kept[0].message.content[0].text == "partial"
+
+
+async def test_closing_stdin_mid_turn_aborts_the_turn_and_exits_cleanly(tmp_path: Path) -> None:
+    recorder = Recorder()
+    async with loopback(partial_then_hang("partial")) as server:
+        config = write_deployment(tmp_path / "deployment.yml", server.base_url)
+        with anyio.fail_after(60):
+            async with dsh_acp(tmp_path, config, recorder) as (conn, process):
+                await conn.initialize(protocol_version=PROTOCOL_VERSION)
+                sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+                async with anyio.create_task_group() as group:
+
+                    async def prompt() -> None:
+                        with pytest.raises(ConnectionError):
+                            await conn.prompt(session_id=sid, prompt=[text_block("go on")])
+
+                    group.start_soon(prompt)
+                    await recorder.wait_for(lambda seen: len(seen) > 0)
+                    process.stdin.close()
+            # dsh_acp checked the exit status: 0
+    with SessionStore(tmp_path / "sessions.db") as store:
+        ends = [e.decode_data().reason.kind for e in store.events(sid, types=("turn/end",))]
+    assert ends == ["aborted"]
+
+
+async def test_load_replays_a_stored_session_and_continues_it(tmp_path: Path) -> None:
+    first = Recorder()
+    replies = [bash_call("echo from-bash"), answer("all done", reasoning="let me see"), answer("still here")]
+    async with loopback(*replies) as server:
+        config = write_deployment(tmp_path / "deployment.yml", server.base_url)
+        async with dsh_acp(tmp_path, config, first) as (conn, _):
+            with anyio.fail_after(60):
+                await conn.initialize(protocol_version=PROTOCOL_VERSION)
+                sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+                await conn.prompt(session_id=sid, prompt=[text_block("echo something")])
+
+        second = Recorder()
+        async with dsh_acp(tmp_path, config, second) as (conn, _):
+            with anyio.fail_after(60):
+                await conn.initialize(protocol_version=PROTOCOL_VERSION)
+                listed = await conn.list_sessions()
+                await conn.load_session(cwd=str(tmp_path), session_id=sid, mcp_servers=[])
+                replayed = list(second.of(sid))
+                response = await conn.prompt(session_id=sid, prompt=[text_block("are you there?")])
+
+    assert [info.session_id for info in listed.sessions] == [sid]
+    assert kinds(replayed) == [
+        "user_message_chunk",
+        "tool_call",
+        "tool_call_update",
+        "agent_thought_chunk",
+        "agent_message_chunk",
+    ]
+    assert text_of(replayed, UserMessageChunk) == "echo something"
+    assert text_of(replayed, AgentMessageChunk) == "all done"
+    assert text_of(replayed, AgentThoughtChunk) == "let me see"
+    assert [u.status for u in replayed if isinstance(u, ToolCallProgress)] == ["completed"]
+    assert response.stop_reason == "end_turn"
+    said = [
+        m.get("content") for m in server.requests[-1].json()["messages"] if m["role"] in ("user", "assistant")
+    ]
+    assert said == ["echo something", "", "all done", "are you there?"]
+
+
+async def test_fork_continues_a_copy_of_the_conversation(tmp_path: Path) -> None:
+    recorder = Recorder()
+    async with loopback(answer("first answer"), answer("in the fork")) as server:
+        config = write_deployment(tmp_path / "deployment.yml", server.base_url)
+        async with dsh_acp(tmp_path, config, recorder) as (conn, _):
+            with anyio.fail_after(60):
+                init = await conn.initialize(protocol_version=PROTOCOL_VERSION)
+                sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+                await conn.prompt(session_id=sid, prompt=[text_block("remember MARMALADE")])
+                fork = await conn.fork_session(session_id=sid, cwd=str(tmp_path), mcp_servers=[])
+                response = await conn.prompt(session_id=fork.session_id, prompt=[text_block("what was it?")])
+                await conn.close_session(session_id=fork.session_id)
+                with pytest.raises(RequestError):
+                    await conn.prompt(session_id=fork.session_id, prompt=[text_block("closed?")])
+
+    capabilities = init.agent_capabilities
+    assert capabilities is not None
+    assert capabilities.session_capabilities is not None
+    assert capabilities.session_capabilities.fork is not None
+    assert fork.session_id != sid
+    assert response.stop_reason == "end_turn"
+    said = [
+        m.get("content") for m in server.requests[-1].json()["messages"] if m["role"] in ("user", "assistant")
+    ]
+    assert said == ["remember MARMALADE", "first answer", "what was it?"]
+    with SessionStore(tmp_path / "sessions.db") as store:
+        assert store.info(fork.session_id).parent_id == sid
+
+
+async def test_errors_answer_json_rpc_errors_and_the_server_keeps_serving(tmp_path: Path) -> None:
+    recorder = Recorder()
+    denied = Reply(status=401, headers={"content-type": "application/json"}, parts=[b'{"error": "no"}'])
+    async with loopback(denied, answer("fine")) as server:
+        config = write_deployment(tmp_path / "deployment.yml", server.base_url)
+        async with dsh_acp(tmp_path, config, recorder) as (conn, _):
+            with anyio.fail_after(60):
+                with pytest.raises(RequestError) as early:
+                    await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+                await conn.initialize(protocol_version=PROTOCOL_VERSION)
+                with pytest.raises(RequestError) as unknown:
+                    await conn.prompt(session_id="no-such-session", prompt=[text_block("hello?")])
+                with pytest.raises(RequestError) as not_stored:
+                    await conn.load_session(cwd=str(tmp_path), session_id="no-such-session", mcp_servers=[])
+                with pytest.raises(RequestError) as relative:
+                    await conn.new_session(cwd="relative/dir", mcp_servers=[])
+                sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+                with pytest.raises(RequestError) as failed:
+                    await conn.prompt(session_id=sid, prompt=[text_block("first try")])
+                response = await conn.prompt(session_id=sid, prompt=[text_block("second try")])
+
+    assert early.value.code == -32600
+    assert "initialize" in str(early.value)
+    assert unknown.value.code == -32602
+    assert "no-such-session" in str(unknown.value)
+    assert not_stored.value.code == -32602
+    assert "no-such-session" in str(not_stored.value)
+    assert relative.value.code == -32602
+    assert failed.value.code == -32603
+    assert str(failed.value).startswith("Internal error: turn failed:")
+    assert failed.value.data == {"code": "AUTH", "sessionId": sid, "turn": 1}
+    assert response.stop_reason == "end_turn"
+    assert text_of(recorder.of(sid), AgentMessageChunk) == "fine"
+
+
+async def test_malformed_json_rpc_gets_errors_and_the_server_keeps_serving(tmp_path: Path) -> None:
+    recorder = Recorder()
+    config = write_deployment(tmp_path / "deployment.yml", "http://127.0.0.1:9/v1")
+    raw = [
+        b"{this is not json\n",
+        b"\xff\xfe not utf-8\n",
+        b"[1, 2]\n",
+        b'{"jsonrpc": "2.0", "id": "raw-1", "method": 5}\n',
+        b'{"jsonrpc": "1.0", "id": "raw-2", "method": "initialize"}\n',
+        b'{"jsonrpc": "2.0", "id": "raw-3", "method": "session/nope", "params": {}}\n',
+        b'{"jsonrpc": "2.0", "id": "raw-4", "method": "session/new", "params": {"cwd": 5}}\n',
+        b'{"jsonrpc": "2.0", "id": "raw-5"}\n',
+        b"\n",
+    ]
+    async with dsh_acp(tmp_path, config, recorder) as (conn, process):
+        with anyio.fail_after(60):
+            for line in raw:
+                process.stdin.write(line)
+            await process.stdin.drain()
+            init = await conn.initialize(protocol_version=PROTOCOL_VERSION)
+            session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+
+    errors = [(m.get("id"), m["error"]["code"]) for m in recorder.incoming if "error" in m]
+    # the transport answers in line order; the requests it passes on are answered by tasks of their own
+    assert sorted(errors, key=str) == sorted(
+        [
+            (None, -32700),
+            (None, -32700),
+            (None, -32600),
+            ("raw-1", -32600),
+            ("raw-2", -32600),
+            ("raw-3", -32601),
+            ("raw-4", -32602),
+            ("raw-5", -32600),
+        ],
+        key=str,
+    )
+    assert init.protocol_version == PROTOCOL_VERSION
+    assert session.session_id

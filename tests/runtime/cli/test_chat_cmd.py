@@ -1,0 +1,181 @@
+"""`dsh chat` end to end in a pseudo-terminal (pexpect) against a loopback OpenAI-compatible server: a tool-using
+turn, Ctrl-C cancelling a turn mid-stream, /fork, the other slash commands, and resuming the fork with --session."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import anyio
+import pexpect
+import pytest
+
+from runtime.session import SessionStore
+from tests.plugins.llm_openai.loopback import loopback
+from tests.runtime.cli.helpers import DSH, answer, bash_call, deployment, partial_then_hang, plain_env
+
+pytestmark = pytest.mark.anyio
+
+PROMPT = "\u203a "  # the prompt chat prints
+
+
+class Terminal:
+    """A `dsh chat` in a pty; every wait runs in a worker thread so the loopback server keeps serving."""
+
+    def __init__(self, *args: str, cwd: Path) -> None:
+        self.child = pexpect.spawn(
+            DSH[0],
+            [*DSH[1:], "chat", *args],
+            cwd=str(cwd),
+            env=plain_env(),
+            encoding="utf-8",
+            timeout=30,
+            dimensions=(50, 200),
+        )
+
+    async def expect(self, pattern: str) -> re.Match[str]:
+        await anyio.to_thread.run_sync(self.child.expect, pattern)
+        match = self.child.match
+        assert isinstance(match, re.Match)
+        return match
+
+    async def expect_exact(self, text: str) -> str:
+        await anyio.to_thread.run_sync(self.child.expect_exact, text)
+        return str(self.child.before)
+
+    def send(self, line: str) -> None:
+        self.child.sendline(line)
+
+    async def wait_exit(self) -> int:
+        await anyio.to_thread.run_sync(self.child.expect, pexpect.EOF)
+        self.child.close()
+        status = self.child.exitstatus
+        assert status is not None, f"dsh chat was killed by signal {self.child.signalstatus}"
+        return status
+
+
+async def test_a_chat_runs_turns_cancels_forks_and_resumes(tmp_path: Path) -> None:
+    replies = [
+        bash_call("echo from-bash"),
+        answer("all done", reasoning="thinking it over"),
+        partial_then_hang("partial"),
+        answer("forked answer"),
+        answer("resumed answer"),
+    ]
+    async with loopback(*replies) as server:
+        config = tmp_path / "deployment.yml"
+        config.write_text(deployment(server.base_url))
+        store = tmp_path / "sessions.db"
+        options = ("--config", str(config), "--store", str(store))
+        term = Terminal(*options, cwd=tmp_path)
+        parent = (await term.expect(r"session (\S+) · new"))[1]
+        await term.expect_exact(PROMPT)
+
+        term.send("echo something")
+        await term.expect_exact("→ bash")
+        await term.expect_exact("from-bash")
+        await term.expect_exact("thinking it over")
+        await term.expect_exact("all done")
+        await term.expect_exact(PROMPT)
+
+        term.send("start something long")
+        await term.expect_exact("partial")
+        term.child.sendintr()
+        await term.expect_exact("cancelling the turn")
+        await term.expect_exact("turn 2 aborted")
+        await term.expect_exact(PROMPT)
+        with anyio.fail_after(10):
+            await server.client_closed.wait()
+
+        term.send("/help")
+        await term.expect_exact("/sessions")
+        await term.expect_exact(PROMPT)
+        term.send("/prompt")
+        await term.expect_exact("You are a test agent on m.")
+        await term.expect_exact("tools: bash")
+        await term.expect_exact(PROMPT)
+        term.send("/nonsense")
+        await term.expect_exact("unknown command /nonsense")
+        await term.expect_exact(PROMPT)
+
+        term.send("/fork")
+        fork = await term.expect(r"session (\S+) · forked from (\S+) at seq (\d+)")
+        child, forked_from = fork[1], fork[2]
+        assert forked_from == parent
+        await term.expect_exact(PROMPT)
+        term.send("/sessions")
+        await term.expect_exact(f"* {child}")
+        await term.expect_exact(PROMPT)
+        term.send("and now in the fork")
+        await term.expect_exact("forked answer")
+        await term.expect_exact(PROMPT)
+        term.send("/exit")
+        await term.expect_exact(f"dsh chat --session {child}")
+        assert await term.wait_exit() == 0
+
+        resumed = Terminal(*options, "--session", child, cwd=tmp_path)
+        await resumed.expect(rf"session {child} · resumed: 3 turns so far")
+        await resumed.expect_exact(PROMPT)
+        resumed.send("once more")
+        await resumed.expect_exact("resumed answer")
+        await resumed.expect_exact(PROMPT)
+        resumed.child.sendintr()  # Ctrl-C at the prompt leaves
+        assert await resumed.wait_exit() == 0
+
+    last = server.requests[-1].json()["messages"]
+    said = [m.get("content") for m in last if m["role"] in ("user", "assistant")]
+    assert said == [
+        "echo something",
+        "",  # the assistant message that only called bash
+        "all done",
+        "start something long",
+        "partial",  # the interrupted answer is kept
+        "and now in the fork",
+        "forked answer",
+        "once more",
+    ]
+    with SessionStore(store) as opened:
+        ends = [e.decode_data().reason.kind for e in opened.events(parent, types=("turn/end",))]
+        assert ends == ["completed", "aborted"]
+        info = opened.info(child)
+        assert info.parent_id == parent
+        assert [e.decode_data().reason.kind for e in opened.events(child, types=("turn/end",))] == [
+            "completed",
+            "aborted",
+            "completed",
+            "completed",
+        ]
+
+
+async def test_a_chat_reads_piped_lines_and_ends_at_end_of_input(tmp_path: Path) -> None:
+    async with loopback(answer("first"), answer("second")) as server:
+        config = tmp_path / "deployment.yml"
+        config.write_text(deployment(server.base_url))
+        result = await anyio.run_process(
+            [*DSH, "chat", "--config", str(config), "--store", str(tmp_path / "s.db")],
+            input=b"one\n\n/nonsense\ntwo\n",
+            env=plain_env(),
+            check=False,
+        )
+    out = result.stdout.decode()
+    assert result.returncode == 0, result.stderr.decode()
+    assert (
+        out.index("\u203a one\nfirst")
+        < out.index("unknown command /nonsense")
+        < out.index("\u203a two\nsecond")
+    )
+    assert len(server.requests) == 2
+
+
+async def test_a_chat_on_dev_null_ends_at_once(tmp_path: Path) -> None:
+    config = tmp_path / "deployment.yml"
+    config.write_text(deployment("http://127.0.0.1:9/v1"))
+    result = await anyio.run_process(
+        [*DSH, "chat", "--config", str(config), "--store", str(tmp_path / "s.db")],
+        stdin=subprocess.DEVNULL,
+        env=plain_env(),
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr.decode()
+    assert "continue it with: dsh chat --session" in result.stderr.decode()
