@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,7 +88,12 @@ class _NotJson(logging.Handler):
 
 @asynccontextmanager
 async def dsh_acp(
-    tmp_path: Path, config: Path, recorder: Recorder, *, store: Path | None = None
+    tmp_path: Path,
+    config: Path,
+    recorder: Recorder,
+    *,
+    store: Path | None = None,
+    extra: Sequence[str] = (),
 ) -> AsyncIterator[tuple[ClientSideConnection, Any]]:
     """Start `dsh acp` (stderr to tmp_path/acp-stderr.log) and connect the SDK's client to it; the process is
     stopped by closing its stdin when the block exits, and must have written nothing but JSON-RPC on stdout."""
@@ -105,6 +110,7 @@ async def dsh_acp(
             str(config),
             "--store",
             str(store or tmp_path / "sessions.db"),
+            *extra,
             env=plain_env(),
             cwd=tmp_path,
             transport_kwargs={"stderr": stderr.fileno(), "shutdown_timeout": 10.0},

@@ -270,3 +270,17 @@ async def test_malformed_json_rpc_gets_errors_and_the_server_keeps_serving(tmp_p
     )
     assert init.protocol_version == PROTOCOL_VERSION
     assert session.session_id
+
+
+async def test_replay_serves_the_originals_recording_to_a_real_client(tmp_path: Path) -> None:
+    """`dsh acp --replay`: the original's `text-turn` recording answers PONG with no key and no network."""
+    root = Path(__file__).parents[3]
+    recorder = Recorder()
+    extra = ("--replay", str(root / "fixtures" / "harness" / "text-turn"))
+    async with dsh_acp(tmp_path, root / "examples" / "acp-agent.yml", recorder, extra=extra) as (conn, _):
+        with anyio.fail_after(60):
+            await conn.initialize(protocol_version=PROTOCOL_VERSION)
+            session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+            response = await conn.prompt(session_id=session.session_id, prompt=[text_block("Reply PONG")])
+    assert response.stop_reason == "end_turn"
+    assert text_of(recorder.of(session.session_id), AgentMessageChunk) == "PONG"

@@ -65,3 +65,24 @@ async def test_run_without_a_deployment_names_the_flag_and_the_variable(tmp_path
     assert code == 2
     assert "--config" in err
     assert "DSH_CONFIG" in err
+
+
+async def test_run_replays_a_recording_with_tools_live_and_no_key(tmp_path: Path) -> None:
+    root = Path(__file__).parents[3]
+    code, out, err = await dsh(
+        "run",
+        "anything: the recording answers",
+        "--config",
+        str(root / "examples" / "coding-agent.yml"),
+        "--replay",
+        str(root / "fixtures" / "harness" / "bash-tool-turn"),
+        "--store",
+        str(tmp_path / "s.db"),
+        "--cwd",
+        str(tmp_path),
+        env={"DEEPSEEK_API_KEY": ""},
+    )
+    assert code == 0, err
+    assert "→ bash" in out
+    assert "TERMINAL_OK" in out  # the bash call ran live
+    assert out.rstrip().endswith("DONE")
