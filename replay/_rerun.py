@@ -101,7 +101,11 @@ def _workspace(scenario: Scenario, override: Path | None) -> Iterator[tuple[Path
             shutil.copytree(source, workspace, symlinks=True)
         else:
             workspace.mkdir()
-        with SessionStore(root / "sessions.db", clock=FixedClock(CLOCK_START, 1), ids=CountingIds()) as store:
+        # a scratch store: it is removed when the run ends, so commits need not reach the disk
+        store = SessionStore(
+            root / "sessions.db", clock=FixedClock(CLOCK_START, 1), ids=CountingIds(), synchronous="OFF"
+        )
+        with store:
             yield workspace, store
 
 
