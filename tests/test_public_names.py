@@ -14,6 +14,8 @@ PACKAGES = [
     "plugins.tool_bash",
     "plugins.tool_web",
     "plugins.tool_fs",
+    "plugins.subagent",
+    "plugins.tool_subagent",
     "runtime.prompt",
     "runtime.session",
     "runtime.llm",
