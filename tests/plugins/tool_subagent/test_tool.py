@@ -215,3 +215,10 @@ async def test_calls_it_refuses(
 def test_results_as_the_parent_sees_them(result: SubagentResult, code: str | None, text: str) -> None:
     rendered = render_result(result)
     assert (rendered.code, rendered.text, rendered.is_error) == (code, text, code is not None)
+
+
+def test_a_waiting_tool_plugin_unloaded_before_its_provider_arrives_never_mounts() -> None:
+    ctx = base()
+    ctx.plugin(tool_subagent.plugin, {"provider": "spawn"}).unload()
+    ctx.plugin(test_provider)
+    assert ctx.get(TOOLS).visible() == []
