@@ -15,6 +15,8 @@ PACKAGES = [
     "plugins.tool_web",
     "plugins.tool_fs",
     "plugins.tool_todo",
+    "plugins.subagent",
+    "plugins.tool_subagent",
     "runtime.prompt",
     "runtime.session",
     "runtime.llm",

@@ -24,6 +24,7 @@ from ._loop import ABORTED as ABORTED
 from ._loop import NoModelError as NoModelError
 from ._loop import TurnLimitError as TurnLimitError
 from ._loop import assemble_context_for as assemble_context_for
+from ._records import AbortKind as AbortKind
 from ._registry import AGENTS as AGENTS
 from ._registry import AgentRegistry as AgentRegistry
 from ._registry import last_turn_end as last_turn_end
@@ -32,6 +33,7 @@ from ._registry import plugin as plugin
 __all__ = [
     "ABORTED",
     "AGENTS",
+    "AbortKind",
     "ERROR",
     "EVENT",
     "PRE_STEP",

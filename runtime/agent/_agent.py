@@ -17,6 +17,7 @@ from runtime.llm import AssistantMessage, CallConfig, LlmFailure, Message, TextB
 from runtime.session import Event, SessionInfo, SessionLog, StoredEvent, project
 
 from ._events import EVENT, AgentEvent
+from ._records import AbortKind
 
 if TYPE_CHECKING:
     from ._registry import AgentRegistry
@@ -143,14 +144,17 @@ class Agent:
         await self.ctx.emit(EVENT, AgentEvent(self, stored))
         return stored
 
-    async def run(self, prompt: str | Sequence[UserBlock]) -> TurnOutcome:
+    async def run(
+        self, prompt: str | Sequence[UserBlock], *, cancelled_by: AbortKind = "user"
+    ) -> TurnOutcome:
         """Run one turn with `prompt` as the user's message; returns how it ended. Turns never overlap: a second
-        call waits for the first. Cancelling the caller aborts the turn (it is logged as aborted) and propagates."""
+        call waits for the first. Cancelling the caller aborts the turn (logged `aborted{cancelled_by}`: a subagent's
+        runner says `parent`) and propagates."""
         from ._loop import run_turn
 
         blocks: tuple[UserBlock, ...] = (TextBlock(prompt),) if isinstance(prompt, str) else tuple(prompt)
         async with self._lock:
-            return await run_turn(self, blocks)
+            return await run_turn(self, blocks, cancelled_by=cancelled_by)
 
     def __repr__(self) -> str:
         return f"Agent({self.id!r})"

@@ -69,6 +69,7 @@ from ._events import (
     Retry,
 )
 from ._records import (
+    AbortKind,
     AbortReason,
     ChunkData,
     ChunkRecord,
@@ -148,9 +149,10 @@ def _error_name(code: str) -> str:
 class _Turn:
     """One turn in flight: what has to be closed if it ends early."""
 
-    def __init__(self, agent: Agent, turn: int) -> None:
+    def __init__(self, agent: Agent, turn: int, cancelled_by: AbortKind = "user") -> None:
         self.agent = agent
         self.turn = turn
+        self.cancelled_by = cancelled_by
         self.step = 0
         self.step_open = False
         self.max_tokens = False
@@ -204,7 +206,9 @@ class _Turn:
             )
             message = await self.call(route, system, tools)
             if message is None:  # the model's stream was aborted (a recorded cancellation)
-                return await self.end(TurnEndReason(kind="aborted", reason=AbortReason(kind="user")))
+                return await self.end(
+                    TurnEndReason(kind="aborted", reason=AbortReason(kind=self.cancelled_by))
+                )
             calls = [block for block in message if isinstance(block, ToolCallBlock)]
             if calls:
                 await self.run_tools(calls)
@@ -417,20 +421,23 @@ class _Turn:
         await self.agent.ctx.emit(ERROR, AgentError(self.agent, self.turn, step, error))
         return TurnOutcome(turn=self.turn, kind="error", text=outcome.text, failure=failure, error=error)
 
-    async def abort(self, who: str) -> None:
+    async def abort(self, who: AbortKind) -> None:
         await self.keep_interrupted()
         await self.end(TurnEndReason(kind="aborted", reason=AbortReason(kind=who)))
 
 
-async def run_turn(agent: Agent, prompt: tuple[UserBlock, ...]) -> TurnOutcome:
-    """Run one turn of `agent` with `prompt` as the user's message (see the module docstring)."""
-    turn = _Turn(agent, agent.log.state.last_turn + 1)
+async def run_turn(
+    agent: Agent, prompt: tuple[UserBlock, ...], *, cancelled_by: AbortKind = "user"
+) -> TurnOutcome:
+    """Run one turn of `agent` with `prompt` as the user's message (see the module docstring). A cancellation
+    ends it `aborted{cancelled_by}`."""
+    turn = _Turn(agent, agent.log.state.last_turn + 1, cancelled_by)
     await agent.append(TurnStart(data=TurnStartData(turn=turn.turn)))
     try:
         return await turn.run(prompt)
     except anyio.get_cancelled_exc_class():
         with anyio.CancelScope(shield=True):
-            await turn.abort("user")
+            await turn.abort(cancelled_by)
         raise
     except Exception as error:  # every error inside a turn ends it; the agent lives on (spec §2.2)
         return await turn.fail(error)

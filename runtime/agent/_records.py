@@ -3,7 +3,7 @@ failures) so nothing a model call produced is narrowed on the way into the log."
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
@@ -19,6 +19,7 @@ from runtime.llm import (
 from runtime.session import Event, ToolResultError
 
 __all__ = [
+    "AbortKind",
     "AbortReason",
     "ChunkData",
     "ChunkRecord",
@@ -40,6 +41,10 @@ __all__ = [
 
 class _Data(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
     """Base of the records' data: camelCase on the wire, absent optional fields omitted."""
+
+
+AbortKind = Literal["user", "parent", "disposed"]
+"""Who aborted a turn: the user, a parent agent (cancelling the tool call that runs a subagent) or disposal."""
 
 
 class AbortReason(_Data, frozen=True, kw_only=True):

@@ -61,16 +61,36 @@ class AgentRegistry:
 
     @asynccontextmanager
     async def fork(
-        self, session_id: str, options: AgentOptions | None = None, *, at: int | None = None
+        self,
+        session_id: str,
+        options: AgentOptions | None = None,
+        *,
+        at: int | None = None,
+        parent: Agent | None = None,
+        spawned_by: SpawnedBy | None = None,
     ) -> AsyncIterator[Agent]:
         """A new session that inherits `session_id`'s log by reference through seq `at`, by default through its last
-        `turn/end` (completed turns only: a turn in flight is never inherited)."""
+        `turn/end` (completed turns only: a turn in flight is never inherited). With no completed turn there is
+        nothing to inherit and the session starts empty.
+
+        With `parent` (the live agent of `session_id`, delegating to the fork) the child is a subagent: one level
+        deeper than the parent, linked to it even when it inherits nothing, and to its tool call by `spawned_by`."""
+        if parent is not None and parent.id != session_id:
+            raise ValueError(
+                f'a delegated fork inherits its parent\'s log: parent "{parent.id}" cannot fork "{session_id}"'
+            )
+        depth = None if parent is None else parent.depth + 1
         boundary = at if at is not None else last_turn_end(self.store, session_id)
         if boundary is None:
-            info = self.store.create(cwd=self.store.info(session_id).cwd)
+            info = self.store.create(
+                cwd=self.store.info(session_id).cwd,
+                parent_id=None if parent is None else parent.id,
+                delegation_depth=depth or 0,
+                spawned_by=spawned_by,
+            )
         else:
-            info = self.store.fork(session_id, at=boundary)
-        async with self._open(info.id, options or AgentOptions(), None) as agent:
+            info = self.store.fork(session_id, at=boundary, delegation_depth=depth, spawned_by=spawned_by)
+        async with self._open(info.id, options or AgentOptions(), parent, fresh=boundary is None) as agent:
             yield agent
 
     @asynccontextmanager

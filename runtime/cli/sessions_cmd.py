@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -14,6 +15,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
+from rich.tree import Tree
 
 from runtime.session import (
     AssistantMessageData,
@@ -64,25 +66,68 @@ def _info_json(info: SessionInfo, length: int) -> dict[str, Any]:
     return data
 
 
+def _link(info: SessionInfo, *, call: bool = True) -> str:
+    """How a child hangs off its parent: a fork at its seed length, or spawned fresh; and the call that started it."""
+    how = f"fork @{info.seed_length}" if info.seed_length is not None else "spawned"
+    if call and info.spawned_by is not None:
+        by = info.spawned_by
+        how += f", by turn {by.turn} step {by.step} call {by.call_id}"
+    return how
+
+
+def _in_tree_order(sessions: list[SessionInfo]) -> list[tuple[SessionInfo, int]]:
+    """Every session with its depth in the parent/child tree: each parent (oldest first) followed by its children.
+    A child names its parent by id, or, once imported, by the id its parent had in its file (`imported_from`)."""
+    claims: dict[str, SessionInfo] = {}
+    for info in sessions:
+        claims[info.id] = info
+        if info.imported_from is not None:
+            claims.setdefault(info.imported_from, info)
+    children: dict[str, list[SessionInfo]] = {}
+    roots = []
+    for info in sessions:
+        parent = claims.get(info.parent_id) if info.parent_id is not None else None
+        if parent is None or parent.id == info.id:
+            roots.append(info)
+        else:
+            children.setdefault(parent.id, []).append(info)
+    ordered: list[tuple[SessionInfo, int]] = []
+    seen: set[str] = set()
+
+    def visit(info: SessionInfo, depth: int) -> None:
+        if info.id in seen:
+            return
+        seen.add(info.id)
+        ordered.append((info, depth))
+        for child in children.get(info.id, ()):
+            visit(child, depth + 1)
+
+    for info in roots:
+        visit(info, 0)
+    for info in sessions:  # a cycle of parents (hand-made imports) has no root; list it anyway
+        visit(info, 0)
+    return ordered
+
+
 def sessions_table(store: SessionStore, *, current: str | None = None) -> Table:
-    """The store's sessions, oldest first, as a table (`current`, when given, is marked with `*`)."""
-    rows = [(info, store.length(info.id)) for info in store.sessions()]
-    table = Table(title=f"{len(rows)} sessions")
+    """The store's sessions, oldest first, each parent's forks and subagents indented under it, as a table
+    (`current`, when given, is marked with `*`)."""
+    ordered = [(info, depth, store.length(info.id)) for info, depth in _in_tree_order(store.sessions())]
+    table = Table(title=f"{len(ordered)} sessions")
     table.add_column("id", no_wrap=True)  # ids are copied into --session: never folded
-    table.add_column("created (UTC)", no_wrap=True)
-    table.add_column("events", no_wrap=True, justify="right")
-    table.add_column("parent", overflow="fold")
-    table.add_column("cwd", overflow="fold")
-    for info, length in rows:
-        parent = "-" if info.parent_id is None else f"{info.parent_id} @{info.seed_length}"
+    for column in ("created (UTC)", "events", "parent", "cwd"):
+        table.add_column(column, overflow="fold")
+    for info, depth, length in ordered:
+        tree = "" if depth == 0 else "  " * (depth - 1) + "└ "
         mark = "* " if info.id == current else ""
-        table.add_row(mark + info.id, _when(info.created_at), str(length), parent, info.cwd or "-")
+        parent = "-" if info.parent_id is None else f"{info.parent_id} ({_link(info, call=False)})"
+        table.add_row(tree + mark + info.id, _when(info.created_at), str(length), parent, info.cwd or "-")
     return table
 
 
 @sessions_app.command("list")
 def list_sessions(store: StoreOption = None, as_json: JsonOption = False) -> None:
-    """List the sessions in the store, oldest first.
+    """List the sessions in the store, oldest first, each parent's forks and subagents indented under it.
 
     Example: dsh sessions list --store sessions.db
     """
@@ -92,6 +137,41 @@ def list_sessions(store: StoreOption = None, as_json: JsonOption = False) -> Non
             typer.echo(json.dumps([_info_json(info, length) for info, length in rows]))
             return
         Console().print(sessions_table(opened))
+
+
+@dataclass(frozen=True)
+class _Node:
+    """A fork or subagent of the shown session, with its own children."""
+
+    info: SessionInfo
+    length: int
+    children: list[_Node]
+
+    def json(self) -> dict[str, Any]:
+        data = _info_json(self.info, self.length)
+        data["children"] = [child.json() for child in self.children]
+        return data
+
+    def label(self) -> str:
+        info = self.info
+        return f"{info.id}  {_link(info)}, depth {info.delegation_depth}, {self.length} events"
+
+
+def _child_tree(store: SessionStore, info: SessionInfo, seen: set[str] | None = None) -> list[_Node]:
+    """The forks and subagents of a session, recursively (a session met twice is shown once)."""
+    seen = seen if seen is not None else {info.id}
+    nodes = []
+    for child in store.children(info.id):
+        if child.id in seen:
+            continue
+        seen.add(child.id)
+        nodes.append(_Node(child, store.length(child.id), _child_tree(store, child, seen)))
+    return nodes
+
+
+def _add_branches(tree: Tree, nodes: list[_Node]) -> None:
+    for node in nodes:
+        _add_branches(tree.add(node.label(), highlight=False), node.children)
 
 
 def _text_of(message: Message) -> list[tuple[str, str]]:
@@ -112,7 +192,7 @@ def _text_of(message: Message) -> list[tuple[str, str]]:
 _STYLES = {"reasoning": "dim italic", "tool-call": "yellow", "tool-result": "green", "other": "dim"}
 
 
-def _render(console: Console, event: StoredEvent) -> None:
+def _render(console: Console, event: StoredEvent, spawned: dict[tuple[int, int, str], list[str]]) -> None:
     kind = event.type
     if kind in ("turn/start", "step/start", "step/end", "session/end-seed"):
         data = msgspec.json.decode(event.data)
@@ -130,6 +210,8 @@ def _render(console: Console, event: StoredEvent) -> None:
         )
     elif isinstance(view, ToolCallData):
         console.print(Text(f"  → tool/call {view.name} {view.arguments}", style="yellow"))
+        for child in spawned.get((view.turn, view.step, view.call_id), ()):
+            console.print(Text(f"    ↳ subagent session {child}", style="magenta"))
     elif isinstance(view, Message | AssistantMessageData | ToolResultData):
         message = view if isinstance(view, Message) else view.message
         replaced = (
@@ -153,19 +235,21 @@ def show(
     store: StoreOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Show a session: its turns, steps, tool calls and messages.
+    """Show a session: its forks and subagents as a tree, then its turns, steps, tool calls and messages.
 
     Example: dsh sessions show 01J5Z3... --store sessions.db
     """
     with _open(store) as opened:
         info = opened.info(session_id)
         length = opened.length(session_id)
+        children = _child_tree(opened, info)
         if as_json:
             projection = project(opened.events(session_id, skip_types=("assistant/chunk",)))
             typer.echo(
                 json.dumps(
                     {
                         "session": _info_json(info, length),
+                        "children": [node.json() for node in children],
                         "title": projection.title,
                         "header": None
                         if projection.header_json is None
@@ -184,8 +268,17 @@ def show(
         console.print(
             f"[bold]session {info.id}[/]: {length} events, created {_when(info.created_at)} UTC{parent}"
         )
+        if children:
+            tree = Tree(f"forks and subagents of {info.id}", highlight=False)
+            _add_branches(tree, children)
+            console.print(tree)
+        spawned: dict[tuple[int, int, str], list[str]] = {}
+        for node in children:
+            by = node.info.spawned_by
+            if by is not None:
+                spawned.setdefault((by.turn, by.step, by.call_id), []).append(node.info.id)
         for event in opened.events(session_id, skip_types=("assistant/chunk",)):
-            _render(console, event)
+            _render(console, event, spawned)
 
 
 @sessions_app.command("export")

@@ -8,7 +8,7 @@ scope and its descendants only.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, cast
 
@@ -98,6 +98,21 @@ class _Host:
         self.listeners: dict[str, list[_Listener]] = {}
         self.plugins: dict[tuple[Scope | None, str], LoadedPlugin[Any]] = {}
         self.on_listener_error = on_listener_error or _log_failure
+
+
+def _run_now(coroutine: Awaitable[Any], event: str) -> None:
+    """Drive a listener's coroutine to its end without an event loop; refuse (and close) one that suspends."""
+    if not isinstance(coroutine, Coroutine):
+        raise TypeError(f'a listener of "{event}" must be an async function')
+    try:
+        coroutine.send(None)
+    except StopIteration:
+        return
+    coroutine.close()
+    raise RuntimeError(
+        f'a listener of "{event}" suspended; this event is fired synchronously (inside a registration or a '
+        "disposer), so its listeners must not await anything that suspends"
+    )
 
 
 def _log_failure(failure: ListenerFailure) -> None:
@@ -233,6 +248,23 @@ class Context:
                 await entry.fn(*args)
             except Exception as error:
                 # Contained by design: one faulty listener must not silence the others. It is reported.
+                self._host.on_listener_error(ListenerFailure(event.name, entry.plugin, error))
+
+    def emit_now(self, event: Emit[Any], *args: Any, contain: bool = True) -> None:
+        """Call every listener without awaiting: for events fired inside a synchronous registration or disposer.
+
+        Each listener must finish without suspending; one that suspends is closed and counts as failed. With
+        `contain` (the default) a failure is reported as `emit` reports it and later listeners still run. Without
+        it, the first failure propagates as ListenerError and later listeners do not run: for an event fired at
+        registration, whose failure rolls the registration back.
+        """
+        for entry in self._listeners(event.name):
+            try:
+                _run_now(entry.fn(*args), event.name)
+            except Exception as error:
+                if not contain:
+                    raise ListenerError(plugin=entry.plugin, event=event.name, error=error) from error
+                # Contained by design, as in `emit`: a disposer's event must reach every listener.
                 self._host.on_listener_error(ListenerFailure(event.name, entry.plugin, error))
 
     async def waterfall(self, event: Waterfall[V, Any], value: V, *args: Any) -> V:

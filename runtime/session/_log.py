@@ -39,6 +39,7 @@ class SessionLog:
         self._wake = anyio.Event()
         self._progress = anyio.Event()
         self._failure: BaseException | None = None
+        self._stopped = False
 
     @property
     def next_seq(self) -> int:
@@ -84,18 +85,34 @@ class SessionLog:
         while self._durable < target:
             if self._failure is not None:
                 raise self._failure
+            if self._stopped:
+                # the writer was cancelled with the block's caller (a subagent cancelled by its parent) while the
+                # caller still closes its turn under a shield: commit here, blocking, as on the error path
+                self._commit_rest()
+                if self._durable < target:
+                    raise RuntimeError(
+                        f"the log writer of {self.info.id} stopped with events still in flight"
+                    )
+                return
             progress = self._progress
             self._wake.set()
             await progress.wait()
 
     def _commit_rest(self) -> None:
-        """Commit what is still pending when the block is left by an exception (blocking: error path only)."""
+        """Commit what is still pending once the writer task is gone (blocking: error and cancellation paths)."""
         if self._pending and self._failure is None:
             batch, self._pending = self._pending, []
             self.store.insert_rows(self._conn, batch)
             self._durable = batch[-1][1] + 1
 
     async def _run(self) -> None:
+        try:
+            await self._write_loop()
+        finally:
+            self._stopped = True
+            self._progress.set()
+
+    async def _write_loop(self) -> None:
         while True:
             await self._wake.wait()
             self._wake = anyio.Event()

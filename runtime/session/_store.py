@@ -308,6 +308,19 @@ class SessionStore:
             ).fetchall()
         return [_info(row) for row in rows]
 
+    def children(self, session_id: str) -> list[SessionInfo]:
+        """The sessions whose parent is `session_id` (forks and subagents), oldest first. An imported child names
+        its parent by the id it had in its file, so a parent imported from that file (`imported_from`) claims it."""
+        info = self.info(session_id)
+        names = [info.id] if info.imported_from is None else [info.id, info.imported_from]
+        with self._lock:
+            rows = self._conn.execute(
+                f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE parent_id IN ({', '.join('?' * len(names))}) "
+                "AND id != ? ORDER BY created_at, id",
+                [*names, info.id],
+            ).fetchall()
+        return [_info(row) for row in rows]
+
     def length(self, session_id: str) -> int:
         """The number of events in the session's full log (its inherited prefix included)."""
         info = self.info(session_id)
@@ -415,10 +428,19 @@ class SessionStore:
     # ------------------------------------------------------------ fork
 
     def fork(
-        self, session_id: str, at: int | None = None, *, child_id: SessionId | None = None
+        self,
+        session_id: str,
+        at: int | None = None,
+        *,
+        child_id: SessionId | None = None,
+        delegation_depth: int | None = None,
+        spawned_by: SpawnedBy | None = None,
     ) -> SessionInfo:
         """A child session whose log starts with the parent's events 0..`at` (inclusive, default: all), by
-        reference: no event is copied. Its own events continue at seq `at + 1` (its `seed_length`)."""
+        reference: no event is copied. Its own events continue at seq `at + 1` (its `seed_length`).
+
+        A plain fork keeps the parent's delegation depth. A delegated fork (a subagent) passes its own depth
+        (the parent's + 1) and `spawned_by`, the parent's tool call that started it."""
         if child_id is not None:
             with self._lock:
                 if _first(self._conn.execute("SELECT 1 FROM sessions WHERE id = ?", (child_id,))):
@@ -439,7 +461,8 @@ class SessionStore:
             parent_id=parent.id,
             seed_length=boundary + 1,
             inherits=True,
-            delegation_depth=parent.delegation_depth,
+            delegation_depth=parent.delegation_depth if delegation_depth is None else delegation_depth,
+            spawned_by=spawned_by,
         )
         with self._write() as conn:
             self._insert_session(conn, child)

@@ -3,7 +3,7 @@ chunk streams), chunk builders, and a context with the store, prompt, transport,
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -44,17 +44,40 @@ Step = Sequence[StreamChunk] | Callable[[LlmRequest], AsyncIterator[StreamChunk]
 
 class ScriptedAdapter:
     """Answers call N with `steps[N]`: a list of chunks, or an async generator function of the request (to stall,
-    raise or inspect). Every request is kept in `requests`."""
+    raise or inspect). Every request is kept in `requests`.
 
-    def __init__(self, steps: Sequence[Step] = ()) -> None:
+    Agents that run concurrently (subagents started by parallel tool calls) interleave their calls in no fixed
+    order, so each can have a script of its own: a call whose `key(request)` names one of `scripts` is answered
+    from that script, in order; every other call from `steps`. `key` defaults to the request's session id; a test
+    may set it once the ids it needs exist (for example, to the tool call that spawned the session)."""
+
+    def __init__(
+        self,
+        steps: Sequence[Step] = (),
+        *,
+        scripts: Mapping[str, Sequence[Step]] | None = None,
+        key: Callable[[LlmRequest], str | None] | None = None,
+    ) -> None:
         self.steps = list(steps)
+        self.scripts = {name: list(script) for name, script in (scripts or {}).items()}
+        self.key: Callable[[LlmRequest], str | None] = key or (lambda request: request.session_id)
         self.requests: list[LlmRequest] = []
+
+    def unserved(self) -> dict[str, int]:
+        """How many scripted answers are left, by script (`""` for `steps`); all zero once a test consumed them."""
+        left = {"": len(self.steps)} | {name: len(script) for name, script in self.scripts.items()}
+        return {name: count for name, count in left.items() if count}
 
     async def stream(self, request: LlmRequest) -> AsyncIterator[StreamChunk]:
         self.requests.append(request)
-        if not self.steps:
-            raise AssertionError(f"unscripted model call {len(self.requests)}: {request.call}")
-        step = self.steps.pop(0)
+        name = self.key(request)
+        queue = self.scripts.get(name, self.steps) if name is not None else self.steps
+        if not queue:
+            raise AssertionError(
+                f"unscripted model call {len(self.requests)}: session {request.session_id} (script "
+                f"{name if name in self.scripts else 'steps'!r}), {request.call}"
+            )
+        step = queue.pop(0)
         if callable(step):
             async for chunk in step(request):
                 yield chunk

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from runtime.cli import app
 from runtime.cli.sessions_cmd import default_store_path
-from runtime.session import CountingIds, FixedClock, SessionStore, import_jsonl
+from runtime.session import CountingIds, FixedClock, SessionStore, SpawnedBy, import_jsonl
 
 ROOT = Path(__file__).resolve().parents[3]
 HARNESS = ROOT / "fixtures" / "harness"
@@ -108,3 +108,54 @@ def test_errors_print_one_line_and_exit_2(tmp_path: Path) -> None:
         )
         assert result.returncode == 2, result.stderr
         assert message in result.stderr
+
+
+def _family(db: Path) -> tuple[str, str, str, str]:
+    """A recorded parent with a fork and a spawned child linked to its bash call, and a grandchild."""
+    # created after the recording, a minute apart
+    with SessionStore(db, clock=FixedClock(1_790_000_000_000, 60_000), ids=CountingIds("tree")) as store:
+        parent = import_jsonl(store, HARNESS / "bash-tool-turn" / "session.jsonl").id
+        events = list(store.events(parent))
+        call = next(e for e in events if e.type == "tool/call")
+        call_id = json.loads(call.data)["callId"]
+        end = next(e.seq for e in events if e.type == "turn/end")
+        by = SpawnedBy(turn=1, step=1, call_id=call_id)
+        fork = store.fork(parent, at=end, delegation_depth=1, spawned_by=by).id
+        spawned = store.create(parent_id=parent, delegation_depth=1, spawned_by=by).id
+        grandchild = store.create(parent_id=spawned, delegation_depth=2).id
+        store.create(cwd="/elsewhere")
+    return parent, fork, spawned, grandchild
+
+
+def test_show_draws_forks_and_subagents_as_a_tree(tmp_path: Path, snapshot: SnapshotAssertion) -> None:
+    db = tmp_path / "s.db"
+    parent, fork, spawned, grandchild = _family(db)
+    text = run("sessions", "show", parent, "--store", str(db))
+    header = text[: text.index("  · agent/inbox/spliced (seq 0)")]
+    assert header == snapshot
+    assert f"    ↳ subagent session {fork}\n    ↳ subagent session {spawned}\n" in text
+    shown = json.loads(run("sessions", "show", parent, "--store", str(db), "--json"))
+    tree = [(c["id"], [g["id"] for g in c["children"]]) for c in shown["children"]]
+    assert tree == [(fork, []), (spawned, [grandchild])]
+    assert json.loads(run("sessions", "show", grandchild, "--store", str(db), "--json"))["children"] == []
+
+
+def test_list_puts_children_under_their_parent(tmp_path: Path, snapshot: SnapshotAssertion) -> None:
+    db = tmp_path / "s.db"
+    _family(db)
+    assert run("sessions", "list", "--store", str(db)) == snapshot
+    flat = json.loads(run("sessions", "list", "--store", str(db), "--json"))
+    assert [s["id"] for s in flat] == ["tree-1", "tree-2", "tree-3", "tree-4", "tree-5"]
+
+
+def test_an_imported_recorded_pair_shows_as_parent_and_child(tmp_path: Path) -> None:
+    store = str(tmp_path / "s.db")
+    fixture = HARNESS / "subagent-fork-in-process"
+    parent = json.loads(
+        run("sessions", "import", str(fixture / "session.jsonl"), "--store", store, "--json")
+    )["id"]
+    child = json.loads(
+        run("sessions", "import", str(fixture / "session.1.jsonl"), "--store", store, "--json")
+    )["id"]
+    shown = json.loads(run("sessions", "show", parent, "--store", store, "--json"))
+    assert [(c["id"], c["seed_length"]) for c in shown["children"]] == [(child, 42)]

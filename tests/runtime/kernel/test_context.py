@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Generator
 from typing import Any
 
 import msgspec
@@ -30,6 +30,13 @@ from .sample_plugins import GREETER, greeter, user
 NOTE = Emit[str]("test/note")
 SHAPE = Waterfall[list[str], str]("test/shape")
 NUMBER = ServiceKey[int]("number")
+
+
+class _Suspend:
+    """An awaitable that suspends once, as waiting on anything real would."""
+
+    def __await__(self) -> Generator[None, None, None]:
+        yield
 
 
 def noop(ctx: Context, config: NoConfig) -> None:
@@ -129,6 +136,54 @@ async def test_emit_failures_are_logged_with_plugin_and_event_by_default(
     ctx.plugin(Plugin(name="noisy", apply=lambda c, _: (c.on(NOTE, broken), None)[1]))
     await ctx.emit(NOTE, "x")
     assert 'listener of plugin "noisy" failed on event "test/note"' in caplog.text
+
+
+def test_emit_now_contains_failures_and_suspensions_so_later_listeners_still_hear() -> None:
+    failures: list[ListenerFailure] = []
+    ctx = Context(on_listener_error=failures.append)
+    heard: list[str] = []
+
+    async def broken(text: str) -> None:
+        raise RuntimeError("boom")
+
+    async def suspends(text: str) -> None:
+        await _Suspend()
+
+    async def record(text: str) -> None:
+        heard.append(text)
+
+    def listening(name: str, listener: Callable[[str], Awaitable[None]]) -> Plugin[NoConfig]:
+        return Plugin(name=name, apply=lambda c, _: (c.on(NOTE, listener), None)[1])
+
+    for name, listener in [("broken", broken), ("suspends", suspends), ("recorder", record)]:
+        ctx.plugin(listening(name, listener))
+    ctx.emit_now(NOTE, "hello")
+    assert heard == ["hello"]
+    assert [(f.plugin, type(f.error).__name__) for f in failures] == [
+        ("broken", "RuntimeError"),
+        ("suspends", "RuntimeError"),
+    ]
+    assert "suspended" in str(failures[1].error)
+
+
+def test_emit_now_without_containment_raises_the_first_failure_and_stops() -> None:
+    ctx = Context()
+    heard: list[str] = []
+
+    async def broken(text: str) -> None:
+        raise ValueError("refused")
+
+    async def record(text: str) -> None:
+        heard.append(text)
+
+    ctx.plugin(Plugin(name="recorder", apply=lambda c, _: (c.on(NOTE, record), None)[1]))
+    ctx.plugin(Plugin(name="strict", apply=lambda c, _: (c.on(NOTE, broken), None)[1]))
+    ctx.plugin(Plugin(name="late", apply=lambda c, _: (c.on(NOTE, record), None)[1]))
+    with pytest.raises(
+        ListenerError, match='plugin "strict" failed on event "test/note": ValueError: refused'
+    ):
+        ctx.emit_now(NOTE, "x", contain=False)
+    assert heard == ["x"]
 
 
 @pytest.mark.anyio

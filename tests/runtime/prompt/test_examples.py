@@ -24,6 +24,7 @@ ACP = EXAMPLES / "acp-agent.yml"
 CASES = {"coding-agent.yml": {}, "acp-agent.yml": {"cwd": "/workspace/project"}}
 # Every tool the examples load, and the guidance sections that come with them (web_search has no backend there).
 TOOLS = ["bash", "edit", "glob", "grep", "read", "todo_write", "web_fetch", "write"]
+CODING_TOOLS = sorted([*TOOLS, "subagent", "subagent_fork"])  # the terminal agent also delegates
 SECTIONS = ["tool:read", "tool:write", "tool:edit", "tool:glob", "tool:grep", "tool:bash", "tool:web_fetch"]
 
 runner = CliRunner()
@@ -47,7 +48,9 @@ def test_prompt_golden(example: str, snapshot: SnapshotAssertion, tmp_path: Path
     assert list(assembly.variables) == ["model", "cwd"]  # the agent plugin's, registered once
     assert "powered by the deepseek-v4-flash model" in system
     assert [s.name for s in assembly.sections] == ["harness:identity", "deployment:persona", *SECTIONS]
-    assert [tool.name for tool in assembly.tools] == TOOLS
+    assert [tool.name for tool in assembly.tools] == (
+        CODING_TOOLS if example == "coding-agent.yml" else TOOLS
+    )
     assert system == snapshot(name="system")
     assert msgspec.to_builtins(assembly.tools) == snapshot(name="tools")
 
@@ -59,7 +62,7 @@ def test_dsh_prompt_fills_model_from_the_deployment() -> None:
     assert result.stdout.startswith("# system prompt\n\nYou are an AI agent running on dsh")
     assert "To look at a file, use read, not shell commands like cat" in result.stdout
     assert "[exit code: N]" in result.stdout
-    assert f"# tools ({len(TOOLS)})\n" in result.stdout
+    assert f"# tools ({len(CODING_TOOLS)})\n" in result.stdout
 
 
 def test_dsh_prompt_renders_every_tool_section_and_schema_with_a_cwd() -> None:
@@ -67,7 +70,7 @@ def test_dsh_prompt_renders_every_tool_section_and_schema_with_a_cwd() -> None:
     assert result.exit_code == 0, result.output
     payload = json.loads(result.stdout)
     assert payload["variables"] == {"model": "deepseek-v4-flash", "cwd": "/tmp"}
-    assert [tool["name"] for tool in payload["tools"]] == TOOLS
+    assert [tool["name"] for tool in payload["tools"]] == CODING_TOOLS
     system = payload["system"]
     positions = [
         system.index(text) for text in ("powered by", "use read", "use glob", "[exit code: N]", "cite")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
+import anyio
 import pytest
 
 from runtime.session import (
@@ -124,3 +125,31 @@ async def test_leaving_the_block_by_an_exception_still_commits_what_was_appended
     with pytest.raises(KeyError, match="the loop failed"):
         await failing_turn()
     assert [e.type for e in store.events(session.id)][-1] == "turn/end"
+
+
+@pytest.mark.anyio
+async def test_a_shielded_flush_after_the_writer_was_cancelled_commits_inline(store: SessionStore) -> None:
+    """A log opened inside a scope that gets cancelled (a subagent's, when its parent is cancelled) loses its
+    writer task with the caller; the caller's shielded closing appends must still become durable, not hang."""
+    session = store.create()
+    opened = anyio.Event()
+    appended: list[StoredEvent] = []
+
+    async def run() -> None:
+        async with open_log(store, session.id, repair=False) as log:
+            log.append(TurnStart(data=TurnStartData(turn=1)))
+            opened.set()
+            try:
+                await anyio.sleep_forever()
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await anyio.lowlevel.checkpoint()  # the writer task has seen the cancellation by now
+                    appended.append(log.append(TurnStart(data=TurnStartData(turn=2))))
+                    with anyio.fail_after(5):
+                        await log.flush()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(run)
+        await opened.wait()
+        group.cancel_scope.cancel()
+    assert [e.seq for e in store.events(session.id)] == [0, 1]

@@ -15,6 +15,7 @@ from runtime.session import (
     SessionId,
     SessionNotFoundError,
     SessionStore,
+    SpawnedBy,
     StoredEvent,
     StoreSchemaError,
     import_jsonl,
@@ -159,3 +160,36 @@ def test_sessions_lists_in_creation_order(store: SessionStore) -> None:
     second = store.create(cwd="/b")
     assert [s.id for s in store.sessions()] == [first.id, second.id]
     assert store.info(second.id).cwd == "/b"
+
+
+def test_a_delegated_fork_carries_its_depth_and_the_call_that_spawned_it(store: SessionStore) -> None:
+    parent = _imported(store)
+    end = next(e.seq for e in store.events(parent) if e.type == "turn/end")
+    rows_before = len(snapshot_rows(store)[1])
+    spawned = SpawnedBy(turn=2, step=1, call_id="call-1")
+    child = store.fork(parent, at=end, delegation_depth=1, spawned_by=spawned)
+    assert len(snapshot_rows(store)[1]) == rows_before
+    assert store.info(child.id) == child
+    assert (child.parent_id, child.seed_length, child.delegation_depth, child.spawned_by) == (
+        parent,
+        end + 1,
+        1,
+        spawned,
+    )
+    plain = store.fork(parent, at=end)
+    assert (plain.delegation_depth, plain.spawned_by) == (0, None)
+
+
+def test_children_are_the_sessions_naming_a_parent_oldest_first(store: SessionStore) -> None:
+    parent = store.create(cwd="/w")
+    spawned = store.create(parent_id=parent.id, delegation_depth=1)
+    forked = store.fork(parent.id)
+    store.create()
+    assert [c.id for c in store.children(parent.id)] == [spawned.id, forked.id]
+    assert store.children(spawned.id) == []
+    # an imported pair: the child names its parent by the id the parent had in its file
+    imported = import_jsonl(store, HARNESS / "subagent-fork-in-process" / "session.jsonl")
+    child = import_jsonl(store, HARNESS / "subagent-fork-in-process" / "session.1.jsonl")
+    assert [c.id for c in store.children(imported.id)] == [child.id]
+    with pytest.raises(SessionNotFoundError):
+        store.children("nope")

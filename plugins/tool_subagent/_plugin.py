@@ -1,0 +1,167 @@
+"""The subagent tool bound to one provider: the tool itself (delegate, wait, return the child's answer or an
+error result), its config, and the plugin that mounts it while the provider is registered, follows the provider's
+lifecycle events, and re-words it from whichever provider object arrives."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import anyio
+import msgspec
+
+from plugins.subagent import (
+    PROVIDER_ADDED,
+    PROVIDER_REMOVED,
+    SUBAGENTS,
+    SubagentError,
+    SubagentProvider,
+    SubagentRequest,
+    SubagentResult,
+    SubagentView,
+)
+from runtime.kernel import ConfigError, Context, Disposer, Plugin
+from runtime.session import SpawnedBy
+from runtime.tools import TOOLS, Tool, ToolContext, ToolResult
+from runtime.tools.definition import TOOL_NAME
+
+from ._wording import parameters, wording
+
+__all__ = ["ToolSubagentConfig", "default_tool_name", "plugin", "render_result", "subagent_tool"]
+
+log = logging.getLogger("dsh.tool_subagent")
+
+_HEADLINES = {
+    "aborted": ("SUBAGENT_ABORTED", "subagent run was cancelled"),
+    "error": ("SUBAGENT_FAILED", "subagent run failed"),
+    "max-tokens": ("SUBAGENT_MAX_TOKENS", "subagent run hit its token limit before finishing"),
+    "refusal": ("SUBAGENT_REFUSED", "subagent declined the task"),
+}
+
+
+class ToolSubagentConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """`provider`: the subagent provider the tool delegates to (required). `tool_name`: what the model calls;
+    by default `subagent` for `spawn` and `subagent_<provider>` otherwise (`subagent_fork` for `fork`)."""
+
+    provider: str
+    tool_name: str | None = None
+
+
+def default_tool_name(provider: str) -> str:
+    return "subagent" if provider == "spawn" else f"subagent_{provider}"
+
+
+def render_result(result: SubagentResult) -> ToolResult:
+    """A completed run returns the child's answer; any other ending is an error result with a headline, what
+    failed, and the output the child had written before it ended."""
+    if result.stop_reason == "completed":
+        return ToolResult(result.output or "(the subagent finished without a text answer)")
+    code, headline = _HEADLINES.get(
+        result.stop_reason, ("SUBAGENT_FAILED", f"subagent run ended abnormally ({result.stop_reason})")
+    )
+    text = f"Error: {headline}"
+    if result.diagnostic:
+        text += f"\nDiagnostic: {result.diagnostic}"
+    if result.output:
+        text += f"\nPartial output before the run ended:\n{result.output}"
+    return ToolResult.error(code, text)
+
+
+def subagent_tool(name: str, provider: SubagentProvider, subagents: SubagentView) -> Tool:
+    """The tool `name`, worded from `provider`, delegating to the provider of that name through `subagents`."""
+    words = wording(provider.inherits_parent_context)
+    provider_name = provider.name
+
+    async def execute(arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        parent = context.agent
+        if parent is None:
+            return ToolResult.error(
+                "NO_CALLING_AGENT",
+                f'the "{name}" tool requires a calling agent: it runs only inside an agent turn',
+            )
+        if arguments.get("run_in_background"):
+            return ToolResult.error(
+                "INVALID_ARGUMENTS",
+                f'run_in_background is disabled for this tool instance ("{name}"): dsh runs subagents in the '
+                "foreground only; call it again without run_in_background and wait for the result",
+            )
+        prompt = arguments["prompt"]
+        if not prompt.strip():
+            return ToolResult.error(
+                "INVALID_ARGUMENTS", f'the "{name}" tool needs a non-empty prompt: the task for the subagent'
+            )
+        request = SubagentRequest(
+            prompt=prompt,
+            parent=parent,
+            spawned_by=SpawnedBy(turn=context.turn, step=context.step, call_id=context.call_id),
+            label=arguments["description"] or None,
+        )
+        try:
+            async with subagents.start(provider_name, request) as run:
+                result = await run.result()
+        except SubagentError as error:
+            return ToolResult.error(error.code, f"Error: {error}")
+        except anyio.get_cancelled_exc_class():
+            raise
+        except Exception as error:
+            # Contained: a child that could not be run is the parent's information, never its crash.
+            return ToolResult.error(
+                "SUBAGENT_FAILED",
+                f"Error: subagent run failed\nDiagnostic: {type(error).__name__}: {error}",
+            )
+        return render_result(result)
+
+    return Tool(
+        name=name,
+        description=words.description,
+        parameters=parameters(provider.inherits_parent_context),
+        execute=execute,
+    )
+
+
+def _apply(ctx: Context, config: ToolSubagentConfig) -> None:
+    name = config.tool_name or default_tool_name(config.provider)
+    if not TOOL_NAME.fullmatch(name):
+        raise ConfigError(
+            f'tool name "{name}" is invalid; use 1-64 letters, digits, "_" or "-" (set `tool_name`)',
+            plugin=ctx.plugin_id,
+            path="$.tool_name",
+        )
+    subagents = ctx.get(SUBAGENTS)
+    tools = ctx.get(TOOLS)
+    mounted: list[tuple[SubagentProvider, Disposer]] = []  # at most one: the provider the tool is worded from
+
+    def mount(provider: SubagentProvider) -> None:
+        disposer = tools.register(subagent_tool(name, provider, subagents))
+        mounted.append((provider, disposer))
+
+    async def on_added(provider: SubagentProvider) -> None:
+        if provider.name == config.provider and not mounted:
+            mount(provider)
+
+    async def on_removed(provider: SubagentProvider) -> None:
+        if mounted and mounted[0][0] is provider:
+            _, disposer = mounted.pop()
+            disposer()
+
+    # Listen first, then look: a provider registered in between cannot be missed.
+    ctx.on(PROVIDER_ADDED, on_added)
+    ctx.on(PROVIDER_REMOVED, on_removed)
+    provider = subagents.get(config.provider)
+    if provider is not None:
+        mount(provider)
+    else:
+        log.info(
+            'subagent provider "%s" not registered yet; the "%s" tool will register when it appears',
+            config.provider,
+            name,
+        )
+
+
+plugin = Plugin(
+    name="tool-subagent",
+    apply=_apply,
+    config=ToolSubagentConfig,
+    needs=(SUBAGENTS, TOOLS),
+    description="a subagent tool bound to one provider, present while the provider is, worded from it",
+)
