@@ -37,6 +37,7 @@ from runtime.llm import (
     UserBlock,
     UserMessage,
     UserSource,
+    error_chain,
 )
 from runtime.prompt import SYSTEM_PROMPT, AssembleContext, render_context_snapshot, render_prompt
 from runtime.session import (
@@ -133,13 +134,8 @@ def assemble_context_for(agent: Agent) -> AssembleContext:
 def _failure_of(error: BaseException) -> LlmFailure:
     if isinstance(error, LlmCallError):
         return error.failure
-    chain: list[str] = []
-    cause: BaseException | None = error
-    while cause is not None and len(chain) < 8:
-        chain.append(f"{type(cause).__name__}: {cause}")
-        cause = cause.__cause__ or cause.__context__
     code = getattr(error, "code", None)
-    return LlmFailure(message=" <- ".join(chain), code=code if isinstance(code, str) else "UNKNOWN")
+    return LlmFailure(message=error_chain(error), code=code if isinstance(code, str) else "UNKNOWN")
 
 
 def _error_name(code: str) -> str:

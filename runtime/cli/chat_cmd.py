@@ -10,7 +10,6 @@ import stat
 import sys
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
-from dataclasses import replace
 from pathlib import Path
 
 import anyio
@@ -19,7 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from runtime.agent import AGENTS, EVENT, Agent, AgentOptions, assemble_context_for, last_turn_end
+from runtime.agent import AGENTS, Agent, AgentOptions, assemble_context_for, last_turn_end
 from runtime.kernel import DshError
 from runtime.prompt import SYSTEM_PROMPT, render_prompt
 
@@ -34,7 +33,6 @@ from .options import (
     StoreOption,
 )
 from .sessions_cmd import sessions_table
-from .view import TerminalView
 
 __all__ = ["COMMANDS", "Interrupts", "LineReader", "chat"]
 
@@ -227,17 +225,8 @@ async def _chat(
     out: Console,
 ) -> None:
     with open_host(config, store, replay=replay) as host:
-        view = TerminalView(out)
-        host.ctx.on(EVENT, view.on_event)
-        agents = host.ctx.get(AGENTS)
-        options = host.options(model=model, provider=provider, cwd=cwd)
-        if session is not None:
-            agents.store.info(session)  # an unknown id fails here, before anything is opened
-            intro = f"resumed: {_turns(host, session)} turns so far"
-            opened = agents.resume(session, options)
-        else:
-            opened = agents.create(replace(options, cwd=cwd or Path.cwd()))
-            intro = "new"
+        opened = host.open_agent(session, model=model, provider=provider, cwd=cwd, out=out)
+        intro = "new" if session is None else f"resumed: {_turns(host, session)} turns so far"
         chat = _Chat(host, LineReader(sys.stdin.fileno()), out)
         async with anyio.create_task_group() as group:
             await group.start(chat.interrupts.watch)

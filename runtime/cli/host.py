@@ -6,18 +6,21 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+from contextlib import AbstractAsyncContextManager, contextmanager
+from dataclasses import dataclass, replace
 from importlib.metadata import entry_points
 from pathlib import Path
 from tempfile import TemporaryDirectory
 from typing import Any
 
-from runtime.agent import AgentOptions
+from rich.console import Console
+
+from runtime.agent import AGENTS, EVENT, Agent, AgentOptions
 from runtime.kernel import ConfigError, Context, Deployment, ServiceKey, load_deployment, load_deployment_into
 from runtime.session import STORE, SessionStore
 
 from .sessions_cmd import default_store_path
+from .view import TerminalView
 
 __all__ = [
     "CONFIG_ENV",
@@ -55,6 +58,27 @@ class Host:
             model=model or self.deployment.model,
             cwd=cwd,
         )
+
+    def open_agent(
+        self,
+        session: str | None,
+        *,
+        model: str | None = None,
+        provider: str | None = None,
+        cwd: Path | None = None,
+        out: Console | None = None,
+    ) -> AbstractAsyncContextManager[Agent]:
+        """`--session ID` resumed (in its own cwd unless `--cwd`), or a new session in `--cwd` or the current
+        directory; with `out`, every agent's events are shown there as they are appended. An unknown session id
+        fails here, before anything is opened."""
+        if out is not None:
+            self.ctx.on(EVENT, TerminalView(out).on_event)
+        agents = self.ctx.get(AGENTS)
+        options = self.options(model=model, provider=provider, cwd=cwd)
+        if session is not None:
+            self.store.info(session)
+            return agents.resume(session, options)
+        return agents.create(replace(options, cwd=cwd or Path.cwd()))
 
 
 def deployment_path(config: Path | None) -> Path:

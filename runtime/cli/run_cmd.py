@@ -11,8 +11,6 @@ import anyio
 import typer
 from rich.console import Console
 
-from runtime.agent import AGENTS, EVENT
-
 from .host import open_host
 from .options import (
     ConfigOption,
@@ -23,7 +21,6 @@ from .options import (
     SessionOption,
     StoreOption,
 )
-from .view import TerminalView
 
 __all__ = ["run"]
 
@@ -41,13 +38,7 @@ async def _run(
     out: Console,
 ) -> int:
     with open_host(config, store, replay=replay) as host:
-        view = TerminalView(out)
-        host.ctx.on(EVENT, view.on_event)
-        agents = host.ctx.get(AGENTS)
-        if session is not None:
-            opened = agents.resume(session, host.options(model=model, provider=provider, cwd=cwd))
-        else:
-            opened = agents.create(host.options(model=model, provider=provider, cwd=cwd or Path.cwd()))
+        opened = host.open_agent(session, model=model, provider=provider, cwd=cwd, out=out)
         async with opened as agent:
             outcome = await agent.run(prompt)
         Console(stderr=True).print(f"[dim]session {agent.id}[/]", highlight=False)

@@ -44,6 +44,7 @@ from ._content import UserSource as UserSource
 from ._errors import ChunkProtocolError as ChunkProtocolError
 from ._errors import LlmCallError as LlmCallError
 from ._errors import ProviderConflictError as ProviderConflictError
+from ._errors import error_chain as error_chain
 from ._request import CallConfig as CallConfig
 from ._request import CallKey as CallKey
 from ._request import LlmAdapter as LlmAdapter
@@ -104,5 +105,6 @@ __all__ = [
     "UserSource",
     "decode_chunk",
     "encode_chunk",
+    "error_chain",
     "plugin",
 ]

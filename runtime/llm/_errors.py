@@ -14,7 +14,7 @@ from runtime.kernel.errors import LlmError
 
 from ._chunks import LlmFailure
 
-__all__ = ["ChunkProtocolError", "LlmCallError", "ProviderConflictError"]
+__all__ = ["ChunkProtocolError", "LlmCallError", "ProviderConflictError", "error_chain"]
 
 
 class LlmCallError(LlmError):
@@ -46,3 +46,13 @@ class ProviderConflictError(LlmError, ValueError):
             f'an adapter is already registered for provider "{provider}"; dispose it first or use another id'
         )
         self.provider = provider
+
+
+def error_chain(error: BaseException, *, limit: int = 8) -> str:
+    """`Type: message <- Cause: message <- ...`: an exception and what caused it, for a failure's message."""
+    chain: list[str] = []
+    cause: BaseException | None = error
+    while cause is not None and len(chain) < limit:
+        chain.append(f"{type(cause).__name__}: {cause}")
+        cause = cause.__cause__ or cause.__context__
+    return " <- ".join(chain)

@@ -33,7 +33,7 @@ from ._chunks import (
     ToolCallDelta,
     UsageChunk,
 )
-from ._errors import ChunkProtocolError, LlmCallError, ProviderConflictError
+from ._errors import ChunkProtocolError, LlmCallError, ProviderConflictError, error_chain
 from ._request import LlmAdapter, LlmRequest
 
 __all__ = ["LLM", "LlmRuntime", "plugin"]
@@ -151,13 +151,8 @@ def _protocol(message: str) -> LlmFailure:
 def _failure_of(error: Exception, provider: str) -> LlmFailure:
     if isinstance(error, LlmCallError):
         return error.failure
-    chain: list[str] = []
-    cause: BaseException | None = error
-    while cause is not None and len(chain) < 8:
-        chain.append(f"{type(cause).__name__}: {cause}")
-        cause = cause.__cause__ or cause.__context__
     return LlmFailure(
-        message=f'the adapter for provider "{provider}" raised ' + " <- ".join(chain),
+        message=f'the adapter for provider "{provider}" raised {error_chain(error)}',
         code=FailureCode.UNKNOWN,
     )
 
