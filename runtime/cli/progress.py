@@ -38,10 +38,11 @@ def _stdout_is_terminal() -> bool:
     return bool(isatty is not None and isatty())
 
 
-def count_progress(console: Console) -> Progress:
+def count_progress(console: Console, *, refresh_per_second: float = 10, disable: bool = False) -> Progress:
     """A bar over a count of items (scenarios, benchmarks): a spinner, what runs now (the task's description), the
     bar, done/total and the time elapsed. Stdout is shown above the bar only when it is a terminal too; redirected,
-    it is left alone."""
+    it is left alone. The bar redraws from a thread `refresh_per_second` times a second; `disable` draws nothing
+    (and starts no thread) while the caller still updates it."""
     return Progress(
         SpinnerColumn(),
         TextColumn("{task.description}"),
@@ -49,6 +50,8 @@ def count_progress(console: Console) -> Progress:
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         console=console,
+        refresh_per_second=refresh_per_second,
+        disable=disable,
         redirect_stdout=_stdout_is_terminal(),
         redirect_stderr=False,
     )
