@@ -117,7 +117,8 @@ class Report:
         detail = f" ({outcome.tally})" if outcome.tally is not None else ""
         line = f"{escape(outcome.name)}: {result}{escape(detail)}"
         if self._bar is None:
-            self._console.print(f"[{self._done}/{self._total}] {line}", highlight=False, soft_wrap=True)
+            count = escape(f"[{self._done}/{self._total}]")
+            self._console.print(f"{count} {line}", highlight=False, soft_wrap=True)
             return
         bar, task = self._bar
         if outcome.result != "matches":
