@@ -1,5 +1,9 @@
 """Run every benchmark module of this package (`bench_*.py`) in name order; `python -m benchmarks NAME...` runs
-only the named ones (e.g. `prompt` for bench_prompt). A module exposes `main() -> int` (0: within target)."""
+only the named ones (e.g. `prompt` for bench_prompt). A module exposes `main() -> int` (0: within target).
+
+The figures go to stdout, each benchmark's under `== bench_NAME`. When stderr is a terminal, a bar on it names the
+benchmark running and counts those done (it redraws twice a second, from a thread, to stay out of the figures'
+way); a redirected stderr gets nothing."""
 
 from __future__ import annotations
 
@@ -7,6 +11,10 @@ import importlib
 import pkgutil
 import sys
 from pathlib import Path
+
+from rich.console import Console
+
+from runtime.cli import count_progress
 
 
 def main(argv: list[str]) -> int:
@@ -23,13 +31,17 @@ def main(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return 2
+    chosen = [name for name in names if not wanted or name in wanted]
+    console = Console(stderr=True)
     status = 0
-    for name in names:
-        if wanted and name not in wanted:
-            continue
-        print(f"== {name}", flush=True)
-        module = importlib.import_module(f"benchmarks.{name}")
-        status |= module.main()
+    with count_progress(console, refresh_per_second=2, disable=not console.is_terminal) as bar:
+        task = bar.add_task("benchmarks", total=len(chosen))
+        for name in chosen:
+            bar.update(task, description=f"running {name}")
+            print(f"== {name}", flush=True)
+            module = importlib.import_module(f"benchmarks.{name}")
+            status |= module.main()
+            bar.advance(task)
     return status
 
 

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import anyio
 import typer
 from rich.console import Console
+from rich.markup import escape
 from typer.core import TyperGroup
 
 from runtime.llm import (
@@ -28,10 +29,11 @@ from runtime.llm import (
 )
 from runtime.session import SessionStore
 
+from ._batch import Report, holds_many, replay_all, summary_table, tally
 from ._errors import ScriptError
 from ._recording import ROOT_LOG, Recording, child_logs, load_recording, stored_recording
 from ._rerun import record, rerun
-from ._scenario import load_scenario
+from ._scenario import SCENARIO_FILE, discover, load_scenario
 from ._script import Hang, ScriptEntry, Throw
 
 __all__ = ["record_scenario", "replay_app"]
@@ -48,8 +50,10 @@ class _RunByDefault(TyperGroup):
 
 replay_app = typer.Typer(
     cls=_RunByDefault,
-    help="Replay recorded sessions: `dsh replay LOG` re-runs one; `dsh replay inspect LOG` prints its script.\n\n"
-    "Example: dsh replay fixtures/authored/fs-tools",
+    help="Replay recorded sessions: `dsh replay LOG` re-runs one, `dsh replay DIR` every scenario below DIR; "
+    "`dsh replay inspect LOG` prints a log's script.\n\n"
+    "Example: dsh replay fixtures/authored/fs-tools\n\n"
+    "Example: dsh replay fixtures/ --quiet",
     no_args_is_help=True,
 )
 
@@ -211,23 +215,46 @@ def inspect(
 @replay_app.command("run")
 def run(
     log: Annotated[
-        Path, typer.Argument(metavar="LOG_OR_SCENARIO", help="A JSONL log or a scenario directory.")
+        Path,
+        typer.Argument(
+            metavar="LOG_OR_SCENARIO_OR_DIR",
+            help="A JSONL log, a scenario directory, or a directory of scenarios (every scenario.yml below it).",
+        ),
     ],
     workspace: Annotated[
         Path | None,
-        typer.Option("--workspace", help="Copy this directory as the workspace [default: the scenario's]."),
+        typer.Option("--workspace", help="Copy this directory as the workspace \\[default: the scenario's]."),
     ] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Write the replayed log here (JSONL).")] = None,
     pace: Annotated[
         float, typer.Option("--pace", help="Wait MS before each chunk, to stream like live.")
     ] = 0.0,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Do not show the replayed session.")] = False,
+    quiet: Annotated[
+        bool | None,
+        typer.Option(
+            "--quiet/--show",
+            "-q",
+            help="Hide (or show) the replayed sessions \\[default: shown for one scenario, hidden for many].",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Re-run a recording: its user messages drive the real loop, its model calls are served from the log, its
     tools run live in a copy of the workspace; exits 1 at the first divergence from the recording.
 
+    Given a directory of scenarios (e.g. fixtures/), re-runs each one, with a progress bar on stderr when it is a terminal (a plain line per scenario otherwise), then prints a table of them on stdout; exits 1 if any diverged (each divergence is shown on stderr), 2 if one could not be replayed.
+
     Example: dsh replay fixtures/harness/bash-tool-turn
+    Example: dsh replay fixtures/ --quiet
     """
+    if holds_many(log):
+        for name, given in (("--out", out), ("--workspace", workspace)):
+            if given is not None:
+                raise typer.BadParameter(
+                    "applies to one scenario; replay a scenario directory to use it", param_hint=name
+                )
+        _run_many(log, pace=pace, show=quiet is False)
+        return
     console = Console(stderr=True)
     scenario = load_scenario(log)
     console.print(f"[bold]replaying[/] {log}", highlight=False)
@@ -243,15 +270,39 @@ def run(
     if result.divergence is not None:
         console.print(f"[bold red]diverged[/] from the recording\n{result.divergence}", highlight=False)
         raise typer.Exit(1)
-    turns = sum(1 for line in result.replayed[0] if line.startswith("turn ") and " ended " in line)
-    calls = sum(1 for lines in result.replayed for line in lines if line.startswith("    call "))
-    children = len(result.replayed) - 1
-    extra = f", {children} child session{'' if children == 1 else 's'}" if children else ""
-    console.print(
-        f"[bold green]matches[/] the recording: {turns} turn{'' if turns == 1 else 's'}, "
-        f"{calls} tool call{'' if calls == 1 else 's'}{extra}",
-        highlight=False,
-    )
+    console.print(f"[bold green]matches[/] the recording: {tally(result)}", highlight=False)
+
+
+def _run_many(root: Path, *, pace: float, show: bool) -> None:
+    """`dsh replay DIR`: every scenario below `root`, progress on stderr, the table on stdout, then each scenario
+    that did not match on stderr."""
+    scenarios = discover(root)
+    if not scenarios:
+        raise ScriptError(
+            f"no scenario here: a directory to replay holds {SCENARIO_FILE} or {ROOT_LOG}, or scenario "
+            f"directories (with {SCENARIO_FILE}) below it",
+            place=str(root),
+        )
+    console = Console(stderr=True)
+    with Report(console, len(scenarios)) as report:
+        outcomes = anyio.run(
+            lambda: replay_all(
+                scenarios, report, pace_ms=pace, echo=Console(soft_wrap=True) if show else None
+            )
+        )
+    Console().print(summary_table(outcomes))
+    for outcome in outcomes:
+        problem = outcome.error if outcome.error is not None else outcome.divergence
+        if problem is not None:
+            console.print(
+                f"[bold red]{outcome.result}[/] {escape(outcome.name)}: {escape(problem)}",
+                highlight=False,
+                soft_wrap=True,
+            )
+    failed = sum(1 for outcome in outcomes if outcome.result == "failed")
+    diverged = sum(1 for outcome in outcomes if outcome.result == "diverged")
+    if failed or diverged:
+        raise typer.Exit(2 if failed else 1)
 
 
 def record_scenario(

@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
+from runtime.kernel.errors import SessionError
 from runtime.session import (
     AssistantMessageData,
     Message,
@@ -30,6 +31,8 @@ from runtime.session import (
     import_jsonl,
     project,
 )
+
+from .progress import ByteProgress, terminal_stderr
 
 __all__ = ["StoreOption", "default_store_path", "sessions_app", "sessions_table"]
 
@@ -309,12 +312,21 @@ def import_(
     store: StoreOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Import a JSONL log as a new session; a bad file is refused whole, naming the line and the rule.
+    """Import a JSONL log as a new session; a bad file is refused whole, naming the line and the rule. A large
+    file shows a bar of the bytes read on stderr, when stderr is a terminal.
 
     Example: dsh sessions import session.jsonl
     """
+    if not file.is_file():
+        what = "a directory" if file.is_dir() else "no such file"
+        raise SessionError(f"{file}: {what}; expected a JSONL session log (format version 0)")
+    console = terminal_stderr()
     with _open(store) as opened:
-        info = import_jsonl(opened, file)
+        if console is None:
+            info = import_jsonl(opened, file)
+        else:
+            with ByteProgress(console, f"importing {file.name}", file.stat().st_size) as progress:
+                info = import_jsonl(opened, file, progress=progress)
         length = opened.length(info.id)
     if as_json:
         typer.echo(json.dumps({"id": info.id}))

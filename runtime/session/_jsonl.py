@@ -4,7 +4,7 @@ name the line) and writing (header, events verbatim, runs of deltas packed into 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -363,16 +363,29 @@ def _flush_run(key: tuple[Any, ...] | None, run: list[StoredEvent]) -> Iterator[
             yield event_line(event) + b"\n"
 
 
-def _lines(path: Path) -> Iterator[bytes]:
+def _lines(path: Path, progress: Callable[[int], None] | None) -> Iterator[bytes]:
     with path.open("rb") as handle:
-        yield from handle
+        if progress is None:
+            yield from handle
+            return
+        read = 0
+        for line in handle:
+            read += len(line)
+            progress(read)
+            yield line
 
 
-def import_jsonl(store: SessionStore, path: str | Path) -> SessionInfo:
+def import_jsonl(
+    store: SessionStore, path: str | Path, *, progress: Callable[[int], None] | None = None
+) -> SessionInfo:
     """Import a JSONL log as a new session (a fresh id; the file's id is kept as `imported_from`). The whole file
-    is checked inside one transaction: a bad file raises `LogFormatError` and leaves the store unchanged."""
+    is checked inside one transaction: a bad file raises `LogFormatError` and leaves the store unchanged.
+
+    `progress`, when given, is called with the bytes read so far as each line is read (the file is read once, as
+    the import consumes it): increasing counts that end at the file's size once the whole file is in. It is called
+    once per line, so a caller drawing a bar should throttle its own redraws."""
     path = Path(path)
-    parsed, events = read_jsonl(_lines(path), file=str(path))
+    parsed, events = read_jsonl(_lines(path, progress), file=str(path))
     header = parsed.header
     info = SessionInfo(
         id=store.ids.new_session_id(),

@@ -1,5 +1,5 @@
 """`dsh replay inspect`: the readable script (golden), the JSON lines, stored sessions, overrides, and the one-line
-error (exit 2) for a stream that needs an override."""
+error (exit 2) for a stream that needs an override; the help of `dsh replay` and `dsh replay run` (goldens)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from replay import replay_app
 from runtime.session import SessionStore, import_jsonl
+from tests.runtime.cli.helpers import DSH, plain_env
 
 from .logs import HARNESS
 from .test_script import EXPECTED
@@ -101,6 +102,21 @@ def test_a_stored_session(tmp_path: Path) -> None:
     out = inspect(info.id, "--store", str(db))
     assert out.splitlines()[0] == f"session {info.id}: 2 calls (providers: deepseek-official)"
     assert "(seq 9)" in out.splitlines()[1]
+
+
+@pytest.mark.parametrize("command", ["replay", "replay run"])
+def test_the_help_a_user_reads(command: str, snapshot: SnapshotAssertion) -> None:
+    shown = subprocess.run(
+        [*DSH, *command.split(), "--help"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=plain_env(),
+        check=False,
+    )
+    assert (shown.returncode, shown.stderr) == (0, "")
+    assert "Example: dsh replay fixtures/" in shown.stdout
+    assert shown.stdout == snapshot
 
 
 def test_the_dsh_command_has_the_group_and_a_stream_needing_an_override_exits_2_with_one_line() -> None:

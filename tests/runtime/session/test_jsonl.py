@@ -54,6 +54,27 @@ def test_import_export_reimport_gives_equal_events(store: SessionStore, path: Pa
     assert [e.seq for e in events] == list(range(len(events)))
 
 
+def test_import_reports_the_bytes_read_as_it_reads_them_ending_at_the_file_size(store: SessionStore) -> None:
+    path = HARNESS / "compaction-recovery" / "session.jsonl"
+    read: list[int] = []
+    info = import_jsonl(store, path, progress=read.append)
+    data = path.read_bytes()
+    assert len(read) == data.count(b"\n") >= 20  # one call per line: the file is read once, by the import
+    assert read == sorted(set(read))  # strictly increasing
+    assert read[0] == len(data.splitlines(keepends=True)[0])
+    assert read[-1] == path.stat().st_size
+    assert list(store.events(info.id)) == list(store.events(import_jsonl(store, path).id))
+
+
+def test_a_refused_import_reports_progress_up_to_the_bad_line(store: SessionStore, tmp_path: Path) -> None:
+    path = _write(tmp_path, HEADER, *TURN, b"not json")
+    read: list[int] = []
+    with pytest.raises(LogFormatError):
+        import_jsonl(store, path, progress=read.append)
+    assert read[-1] == path.stat().st_size
+    assert len(read) == 2 + len(TURN)
+
+
 @pytest.mark.parametrize("pack", [True, False])
 def test_export_then_import_through_the_store(store: SessionStore, tmp_path: Path, pack: bool) -> None:
     info = import_jsonl(store, HARNESS / "packed-chunks" / "session.jsonl")
