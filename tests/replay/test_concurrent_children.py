@@ -121,6 +121,16 @@ async def record(scratch: Path, workspace: Path) -> list[bytes]:
         ]
 
 
+def answers(log: bytes) -> tuple[str, ...]:
+    """The text of every assistant message of a JSONL log."""
+    out = []
+    for line in log.splitlines()[1:]:
+        event = json.loads(line)
+        if event["type"] == "assistant/message":
+            out += [block["text"] for block in event["data"]["message"]["content"] if block["type"] == "text"]
+    return tuple(out)
+
+
 def by_spawning_call(logs: list[tuple[SessionInfo, bytes]]) -> dict[SpawnedBy | None, bytes]:
     return {info.spawned_by: data for info, data in logs}
 
@@ -153,17 +163,21 @@ def test_the_recording_holds_three_concurrent_children_of_one_step(recorded: Pat
 def test_fifty_reruns_match_bind_by_spawned_by_and_write_identical_logs(recorded: Path) -> None:
     scenario = load_scenario(recorded)
     recorded_children = {
-        log.info.spawned_by: skeleton((event for event, _ in log.events()), seed=log.info.seed_length)
+        log.info.spawned_by: (
+            skeleton((event for event, _ in log.events()), seed=log.info.seed_length),
+            answers(Path(log.info.name).read_bytes()),
+        )
         for log in (read_log(recorded / f"session.{n}.jsonl") for n in (1, 2, 3))
     }
+    assert len({answer for _, answer in recorded_children.values()}) == 3, "each child says something else"
     first: dict[SpawnedBy | None, str] | None = None
     for run in range(RUNS):
         result = anyio.run(lambda: rerun(scenario))
         assert result.divergence is None, f"run {run}: {result.divergence}"
         assert len(result.logs) == 4
-        for (info, _), replayed in zip(result.logs[1:], result.replayed[1:], strict=True):
-            # bound by spawned_by: each replayed child did what the child its tool call spawned did
-            assert replayed == recorded_children[info.spawned_by], f"run {run}: {info.id}"
+        for (info, data), replayed in zip(result.logs[1:], result.replayed[1:], strict=True):
+            # bound by spawned_by: each replayed child did and said what the child its tool call spawned did
+            assert (replayed, answers(data)) == recorded_children[info.spawned_by], f"run {run}: {info.id}"
         goldens = {spawned: golden_jsonl(data) for spawned, data in by_spawning_call(result.logs).items()}
         if first is None:
             first = goldens
