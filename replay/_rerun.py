@@ -11,7 +11,7 @@ import io
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import AsyncExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -123,9 +123,11 @@ async def _drive(
     workspace: Path,
     store: SessionStore,
     recording: Recording | None,
+    order: Sequence[str] = (),
     echo: Console | None = None,
 ) -> tuple[list[SessionInfo], str]:
-    """Run the scenario's turns in one agent; return the sessions it made (the primary first) and the view."""
+    """Run the scenario's turns in one agent; return the sessions it made and the view. The sessions come in the
+    order of the recorded logs they were bound to (`order`, by log name), then any others by creation."""
     ctx = Context()
     ctx.provide(STORE, store)
     loaded = load_deployment_into(ctx, deployment)
@@ -183,14 +185,32 @@ async def _drive(
                         group.cancel_scope.cancel()
 
                     group.start_soon(turn)
+        bindings: dict[str | None, str] = {}
         if ctx.has(REPLAY):
-            ctx.get(REPLAY).assert_consumed()
-        sessions = sorted(store.sessions(), key=lambda info: (info.created_at, info.id))
-        return sessions, out.getvalue()
+            adapter = ctx.get(REPLAY)
+            adapter.assert_consumed()
+            bindings = adapter.bindings()
+        return _in_recorded_order(store.sessions(), bindings, order), out.getvalue()
     finally:
         for plugin in reversed(loaded):
             plugin.unload()
         ctx.dispose()
+
+
+def _in_recorded_order(
+    sessions: list[SessionInfo], bindings: dict[str | None, str], order: Sequence[str]
+) -> list[SessionInfo]:
+    """`sessions` paired with the recorded logs: each one that the replay adapter bound to a recorded log at that
+    log's place in `order`, the rest after them by creation. Concurrent siblings are created, and so numbered, in
+    whatever order they were scheduled; what ties a replayed child to its recording is the binding (by
+    `spawned_by`), so that, not creation order, decides which recorded skeleton it is compared with."""
+    place = {name: index for index, name in enumerate(order)}
+
+    def key(info: SessionInfo) -> tuple[int, int, str]:
+        bound = bindings.get(info.id)
+        return (place.get(bound, len(order)) if bound is not None else len(order), info.created_at, info.id)
+
+    return sorted(sessions, key=key)
 
 
 def _logs(store: SessionStore, sessions: list[SessionInfo], cwd: str) -> list[tuple[SessionInfo, bytes]]:
@@ -202,11 +222,18 @@ async def rerun(
 ) -> Rerun:
     """Replay `source` through the real loop and compare its skeleton with the recording's (see the module)."""
     recording = load_recording(source.directory or source.log)
+    recorded_logs = [read_log(source.log), *(read_log(p) for p in _children(source))]
     deployment = replay_deployment(source, pace_ms=pace_ms)
     with _workspace(source, workspace) as (live, store):
         try:
             sessions, view = await _drive(
-                source, deployment, workspace=live, store=store, recording=recording, echo=echo
+                source,
+                deployment,
+                workspace=live,
+                store=store,
+                recording=recording,
+                order=[log.info.name for log in recorded_logs],
+                echo=echo,
             )
         except ReplayMismatch as mismatch:
             sessions, view = sorted(store.sessions(), key=lambda i: (i.created_at, i.id)), ""
@@ -218,8 +245,7 @@ async def rerun(
         logs = _logs(store, sessions, cwd)
         view = view.replace(cwd, CWD_PLACEHOLDER)
     recorded = [
-        skeleton((event for event, _ in log.events()), seed=log.info.seed_length)
-        for log in [read_log(source.log), *(read_log(p) for p in _children(source))]
+        skeleton((event for event, _ in log.events()), seed=log.info.seed_length) for log in recorded_logs
     ]
     divergence = problem
     for index in range(max(len(recorded), len(replayed))):

@@ -25,6 +25,7 @@ PACKAGES = [
     "replay",
     "plugins.compaction",
     "plugins.acp",
+    "plugins.subagent_acp",
 ]
 
 

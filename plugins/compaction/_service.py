@@ -227,7 +227,7 @@ class Compaction:
         candidates = prune_candidates(older, self.config.prune_min_tokens, self.meter)
         if not candidates:
             return ()
-        compaction_id = agent.log.store.ids.new_id("compaction")
+        compaction_id = agent.log.ids.new_id("compaction")
         record = await agent.append(
             PruneRecord(
                 data=PruneData(
@@ -267,7 +267,7 @@ class Compaction:
         ):
             # no route to a summariser yet, a checkpoint could not be smaller, or only a checkpoint to summarise
             return None, (), None
-        ids = agent.log.store.ids
+        ids = agent.log.ids
         compaction_id = ids.new_id("compaction")
         start = await agent.append(StartRecord(data=BracketData(compaction_id=compaction_id, turn=turn)))
         try:

@@ -64,7 +64,7 @@ def _apply(ctx: Context, config: RetryConfig) -> None:
             return await next_(decision)
         agent = failed.agent
         wait = delay_ms(config, retry, failed.failure, f"{agent.id}/{failed.turn}/{failed.step}/{retry}")
-        retry_id = agent.log.store.ids.new_id("retry")
+        retry_id = agent.log.ids.new_id("retry")
         await agent.append(
             RetryRecord(
                 data=RetryData(

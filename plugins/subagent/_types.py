@@ -3,10 +3,10 @@ gets, the provider interface itself, and the service's one error class."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
-from typing import Literal, Protocol
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
 
 from runtime.agent import Agent
 from runtime.kernel import DshError
@@ -50,12 +50,15 @@ class SubagentRequest:
 class SubagentResult:
     """How a child run ended. `output` is the text of the child's last non-empty assistant message, read from its
     own events only (a fork child never returns its inherited answers); `diagnostic` says what failed;
-    `session_id` is the child's session, when it has one in this store."""
+    `session_id` is the child's session, when it has one in this store; `meta` holds facts about a child outside
+    this store (an external agent's own session id, say) for the parent's log: the subagent tool logs them as its
+    result's `meta`, which the model never sees."""
 
     stop_reason: StopReason
     output: str = ""
     diagnostic: str | None = None
     session_id: str | None = None
+    meta: Mapping[str, Any] = field(default_factory=dict)
 
 
 class SubagentRun(Protocol):

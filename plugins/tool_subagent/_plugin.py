@@ -53,9 +53,10 @@ def default_tool_name(provider: str) -> str:
 
 def render_result(result: SubagentResult) -> ToolResult:
     """A completed run returns the child's answer; any other ending is an error result with a headline, what
-    failed, and the output the child had written before it ended."""
+    failed, and the output the child had written before it ended. The result's `meta` goes along (logged, never
+    shown to the model)."""
     if result.stop_reason == "completed":
-        return ToolResult(result.output or "(the subagent finished without a text answer)")
+        return ToolResult(result.output or "(the subagent finished without a text answer)", meta=result.meta)
     code, headline = _HEADLINES.get(
         result.stop_reason, ("SUBAGENT_FAILED", f"subagent run ended abnormally ({result.stop_reason})")
     )
@@ -64,7 +65,7 @@ def render_result(result: SubagentResult) -> ToolResult:
         text += f"\nDiagnostic: {result.diagnostic}"
     if result.output:
         text += f"\nPartial output before the run ended:\n{result.output}"
-    return ToolResult.error(code, text)
+    return ToolResult(text, is_error=True, code=code, meta=result.meta)
 
 
 def subagent_tool(name: str, provider: SubagentProvider, subagents: SubagentView) -> Tool:

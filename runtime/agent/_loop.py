@@ -219,7 +219,7 @@ class _Turn:
         await self.agent.append(UserMessageRecord(data=message, surface_op="append"))
 
     def new_id(self) -> MessageId:
-        return MessageId(self.agent.log.store.ids.new_id("message"))
+        return MessageId(self.agent.log.ids.new_id("message"))
 
     async def log_header(self, header: EpochHeader) -> None:
         agent = self.agent

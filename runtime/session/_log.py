@@ -25,7 +25,10 @@ _WRITERS: weakref.WeakKeyDictionary[SessionStore, set[str]] = weakref.WeakKeyDic
 
 
 class SessionLog:
-    """The append side of one session's log. Create it with `open_log`; one writer per session at a time."""
+    """The append side of one session's log. Create it with `open_log`; one writer per session at a time.
+
+    `clock` and `ids` are the session's own view of the store's clock and id minter (`SessionStore.session_clock`,
+    `session_ids`): the times of its events and the ids of the records logged in it come from them."""
 
     def __init__(
         self, store: SessionStore, info: SessionInfo, state: LogState, conn: sqlite3.Connection
@@ -40,6 +43,8 @@ class SessionLog:
         self._progress = anyio.Event()
         self._failure: BaseException | None = None
         self._stopped = False
+        self.clock = store.session_clock(info.id)
+        self.ids = store.session_ids(info.id)
 
     @property
     def next_seq(self) -> int:
@@ -65,7 +70,7 @@ class SessionLog:
         stored = StoredEvent(
             type=event.__struct_config__.tag,  # type: ignore[arg-type]  # every Event subclass has a str tag
             seq=state.next_seq,
-            time=self.store.clock.now_ms(),
+            time=self.clock.now_ms(),
             data=encode_data(event.data),
             surface_op=event.surface_op,
             source_event_seqs=event.source_event_seqs,

@@ -259,10 +259,12 @@ class SessionStore:
         spawned_by: SpawnedBy | None = None,
         session_id: SessionId | None = None,
     ) -> SessionInfo:
-        """A new, empty session."""
+        """A new, empty session. A child's id and `createdAt` come from its parent's view of the clock and ids."""
+        ids = self.ids if parent_id is None else self.session_ids(parent_id)
+        clock = self.clock if parent_id is None else self.session_clock(parent_id)
         info = SessionInfo(
-            id=session_id or self.ids.new_session_id(),
-            created_at=self.clock.now_ms(),
+            id=session_id or ids.new_session_id(),
+            created_at=clock.now_ms(),
             cwd=cwd,
             parent_id=parent_id,
             delegation_depth=delegation_depth,
@@ -290,6 +292,17 @@ class SessionStore:
                 info.header_extra,
             ),
         )
+
+    def session_clock(self, session_id: str) -> Clock:
+        """The clock `session_id` reads (`Clock.for_session`): its events' times and its children's `createdAt`."""
+        info = self.info(session_id)
+        last = self.last_event(session_id)
+        after = info.created_at if last is None else max(info.created_at, last.time)
+        return self.clock.for_session(session_id, after=after)
+
+    def session_ids(self, session_id: str) -> IdMinter:
+        """The minter `session_id` draws from (`IdMinter.for_session`): its records' ids and its children's."""
+        return self.ids.for_session(session_id, start=self.length(session_id))
 
     def info(self, session_id: str) -> SessionInfo:
         with self._lock:
@@ -455,8 +468,8 @@ class SessionStore:
             if opened is not None:
                 raise OpenTurnError(session_id, boundary, opened)
         child = SessionInfo(
-            id=child_id or self.ids.new_session_id(),
-            created_at=self.clock.now_ms(),
+            id=child_id or self.session_ids(parent.id).new_session_id(),
+            created_at=self.session_clock(parent.id).now_ms(),
             cwd=parent.cwd,
             parent_id=parent.id,
             seed_length=boundary + 1,

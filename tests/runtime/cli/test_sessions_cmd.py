@@ -112,7 +112,8 @@ def test_errors_print_one_line_and_exit_2(tmp_path: Path) -> None:
 
 def _family(db: Path) -> tuple[str, str, str, str]:
     """A recorded parent with a fork and a spawned child linked to its bash call, and a grandchild."""
-    # created after the recording, a minute apart
+    # a minute apart; the children are stamped from their parent's clock, after its last recorded event, and
+    # named after it
     with SessionStore(db, clock=FixedClock(1_790_000_000_000, 60_000), ids=CountingIds("tree")) as store:
         parent = import_jsonl(store, HARNESS / "bash-tool-turn" / "session.jsonl").id
         events = list(store.events(parent))
@@ -145,7 +146,7 @@ def test_list_puts_children_under_their_parent(tmp_path: Path, snapshot: Snapsho
     _family(db)
     assert run("sessions", "list", "--store", str(db)) == snapshot
     flat = json.loads(run("sessions", "list", "--store", str(db), "--json"))
-    assert [s["id"] for s in flat] == ["tree-1", "tree-2", "tree-3", "tree-4", "tree-5"]
+    assert [s["id"] for s in flat] == ["tree-1", "tree-1.1", "tree-1.2", "tree-1.2.1", "tree-2"]
 
 
 def test_an_imported_recorded_pair_shows_as_parent_and_child(tmp_path: Path) -> None:

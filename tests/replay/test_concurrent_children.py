@@ -1,0 +1,199 @@
+"""Replay determinism for concurrent children: a parent whose one step makes two `subagent` (spawn) calls and one
+`subagent_fork` call at once is recorded by the real loop (a scripted model, one script per child), exported as a
+scenario directory, and re-run many times in a row: every run matches the recording's skeleton, binds each child
+to the recorded log its tool call spawned, and writes byte-identical logs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import anyio
+import pytest
+
+from replay import golden_jsonl, load_scenario, read_log, rerun, skeleton
+from runtime.agent import AGENTS, AgentOptions
+from runtime.kernel import (
+    Context,
+    Deployment,
+    NoConfig,
+    Plugin,
+    PluginEntry,
+    load_deployment,
+    load_deployment_into,
+)
+from runtime.llm import LLM, LlmRequest, StreamChunk
+from runtime.session import STORE, CountingIds, FixedClock, SessionInfo, SessionStore, SpawnedBy, write_jsonl
+from tests.runtime.agent.harness import ScriptedAdapter, calls, text
+
+ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_DEPLOYMENT = ROOT / "replay" / "default-deployment.yml"
+RUNS = 50
+CHILDREN = ("a", "b", "c")
+
+
+def delegate(call_id: str, tool: str, prompt: str) -> tuple[str, str, str]:
+    return (call_id, tool, json.dumps({"description": f"Task {call_id}", "prompt": prompt}))
+
+
+def meets_siblings(
+    arrived: list[str], together: anyio.Event, *chunks: StreamChunk
+) -> Callable[[LlmRequest], AsyncIterator[StreamChunk]]:
+    """A child's first call that waits until every child is mid-call: the three really run at once."""
+
+    async def stream(request: LlmRequest) -> AsyncIterator[StreamChunk]:
+        arrived.append(str(request.session_id))
+        if len(arrived) == len(CHILDREN):
+            together.set()
+        await together.wait()
+        for chunk in chunks:
+            yield chunk
+
+    return stream
+
+
+def scripted_deployment(adapter: ScriptedAdapter) -> Deployment:
+    """replay's default deployment (what a re-run loads) with the live transport swapped for `adapter`."""
+    deployment = load_deployment(DEFAULT_DEPLOYMENT)
+
+    def register(ctx: Context, config: NoConfig) -> None:
+        ctx.get(LLM).register("scripted", adapter)
+
+    model = Plugin(name="scripted", apply=register, needs=(LLM,))
+    entries = tuple(
+        PluginEntry("scripted", "tests", model, NoConfig(), None) if e.use == "plugins.llm_openai" else e
+        for e in deployment.plugins
+    )
+    return Deployment(deployment.path, entries)
+
+
+async def record(scratch: Path, workspace: Path) -> list[bytes]:
+    """Run the parent's two turns with one script per session; return the logs as JSONL, the primary first, then
+    the children by creation, with the workspace written `{{cwd}}`."""
+    arrived: list[str] = []
+    together = anyio.Event()
+    adapter = ScriptedAdapter(
+        scripts={
+            "parent": [
+                text("OK"),
+                calls(
+                    delegate("a", "subagent", "Count the files."),
+                    delegate("b", "subagent", "Say hello."),
+                    delegate("c", "subagent_fork", "What is the codeword?"),
+                ),
+                text("All three answered."),
+            ],
+            "a": [
+                meets_siblings(arrived, together, *calls(("a1", "todo_write", '{"todos": []}'))),
+                text("there are 3"),
+            ],
+            "b": [meets_siblings(arrived, together, *text("hello"))],
+            "c": [meets_siblings(arrived, together, *text("MARMALADE"))],
+        }
+    )
+    with SessionStore(scratch / "record.db", clock=FixedClock(1_000, 1), ids=CountingIds()) as store:
+        ctx = Context()
+        ctx.provide(STORE, store)
+
+        def key(request: LlmRequest) -> str:
+            assert request.session_id is not None
+            spawned = store.info(request.session_id).spawned_by
+            return "parent" if spawned is None else spawned.call_id
+
+        adapter.key = key
+        loaded = load_deployment_into(ctx, scripted_deployment(adapter))
+        try:
+            options = AgentOptions(provider="scripted", model="scripted", cwd=workspace)
+            async with ctx.get(AGENTS).create(options) as parent:
+                await parent.run("Remember this: the codeword is MARMALADE. Reply OK.")
+                await parent.run("Count the files, say hello, and recall the codeword, all at once.")
+        finally:
+            for plugin in reversed(loaded):
+                plugin.unload()
+            ctx.dispose()
+        assert adapter.unserved() == {}
+        assert len(set(arrived)) == 3, "the three children were mid-call at once"
+        sessions = sorted(store.sessions(), key=lambda info: (info.created_at, info.id))
+        return [
+            b"".join(write_jsonl(info, store.events(info.id))).replace(str(workspace).encode(), b"{{cwd}}")
+            for info in sessions
+        ]
+
+
+def answers(log: bytes) -> tuple[str, ...]:
+    """The text of every assistant message of a JSONL log."""
+    out = []
+    for line in log.splitlines()[1:]:
+        event = json.loads(line)
+        if event["type"] == "assistant/message":
+            out += [block["text"] for block in event["data"]["message"]["content"] if block["type"] == "text"]
+    return tuple(out)
+
+
+def by_spawning_call(logs: list[tuple[SessionInfo, bytes]]) -> dict[SpawnedBy | None, bytes]:
+    return {info.spawned_by: data for info, data in logs}
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    base = tmp_path_factory.mktemp("concurrent")
+    workspace, directory = base / "workspace", base / "scenario"
+    workspace.mkdir()
+    directory.mkdir()
+    root, *children = anyio.run(record, base, workspace)
+    assert len(children) == 3
+    (directory / "session.jsonl").write_bytes(root)
+    for number, child in enumerate(children, 1):
+        (directory / f"session.{number}.jsonl").write_bytes(child)
+    return directory
+
+
+def test_the_recording_holds_three_concurrent_children_of_one_step(recorded: Path) -> None:
+    root = read_log(recorded / "session.jsonl")
+    children = [read_log(recorded / f"session.{n}.jsonl") for n in (1, 2, 3)]
+    assert {child.info.spawned_by for child in children} == {
+        SpawnedBy(turn=2, step=1, call_id=call) for call in CHILDREN
+    }
+    assert all(child.info.parent_id == root.info.id for child in children)
+    fork = next(c for c in children if c.info.spawned_by and c.info.spawned_by.call_id == "c")
+    assert fork.info.seed_length, "the fork child inherits the completed first turn"
+
+
+def test_fifty_reruns_match_bind_by_spawned_by_and_write_identical_logs(recorded: Path) -> None:
+    scenario = load_scenario(recorded)
+    recorded_children = {
+        log.info.spawned_by: (
+            skeleton((event for event, _ in log.events()), seed=log.info.seed_length),
+            answers(Path(log.info.name).read_bytes()),
+        )
+        for log in (read_log(recorded / f"session.{n}.jsonl") for n in (1, 2, 3))
+    }
+    assert len({answer for _, answer in recorded_children.values()}) == 3, "each child says something else"
+    first: dict[SpawnedBy | None, str] | None = None
+    for run in range(RUNS):
+        result = anyio.run(lambda: rerun(scenario))
+        assert result.divergence is None, f"run {run}: {result.divergence}"
+        assert len(result.logs) == 4
+        for (info, data), replayed in zip(result.logs[1:], result.replayed[1:], strict=True):
+            # bound by spawned_by: each replayed child did and said what the child its tool call spawned did
+            assert (replayed, answers(data)) == recorded_children[info.spawned_by], f"run {run}: {info.id}"
+        goldens = {spawned: golden_jsonl(data) for spawned, data in by_spawning_call(result.logs).items()}
+        if first is None:
+            first = goldens
+        assert goldens == first, f"run {run} wrote different logs from run 0"
+
+
+def test_children_numbered_against_creation_order_are_compared_with_the_log_they_bound_to(
+    recorded: Path, tmp_path: Path
+) -> None:
+    """The recording's child files need not follow the order in which the re-run creates the children (a
+    recording's numbering is the recorder's affair): each replayed child is compared with the log it was bound to."""
+    renumbered = tmp_path / "renumbered"
+    renumbered.mkdir()
+    (renumbered / "session.jsonl").write_bytes((recorded / "session.jsonl").read_bytes())
+    for new, old in ((1, 3), (2, 1), (3, 2)):
+        (renumbered / f"session.{new}.jsonl").write_bytes((recorded / f"session.{old}.jsonl").read_bytes())
+    result = anyio.run(lambda: rerun(load_scenario(renumbered)))
+    assert result.divergence is None, result.divergence
+    assert [info.spawned_by.call_id for info, _ in result.logs[1:] if info.spawned_by] == ["c", "a", "b"]
