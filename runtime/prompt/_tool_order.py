@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from operator import attrgetter
 
 from ._errors import ToolOrderError
 from ._types import ToolSchema
@@ -12,6 +13,8 @@ __all__ = ["TOOL_ORDER_REST", "check_tool_order", "order_tools"]
 
 TOOL_ORDER_REST = "<unlisted-tools>"
 """The `tool_order` entry where every tool it does not list is inserted (in name order)."""
+
+_name = attrgetter("name")
 
 
 def check_tool_order(tool_order: Sequence[str]) -> None:
@@ -33,14 +36,13 @@ def order_tools(
     """`schemas` ordered by name (code points), or placed by `tool_order`: listed tools at their slots, unlisted
     ones at the rest entry. A listed name that is known but not visible here is simply absent."""
     known = set(known_names)
-    for schema in schemas:
-        known.add(schema.name)
+    known.update(map(_name, schemas))
     if TOOL_ORDER_REST in known:
         raise ToolOrderError(
             f'tool provider returned reserved tool name "{TOOL_ORDER_REST}" (reserved for tool_order\'s '
             "rest entry)"
         )
-    by_name = sorted(schemas, key=lambda schema: schema.name)
+    by_name = sorted(schemas, key=_name)
     if tool_order is None:
         return by_name
     unknown = tuple(name for name in tool_order if name != TOOL_ORDER_REST and name not in known)
