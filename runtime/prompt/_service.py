@@ -338,9 +338,7 @@ class SystemPrompt:
             variables[name] = value
 
         collected: list[ToolSchema] = []
-        known: list[
-            str
-        ] = []  # only the names a provider declares beyond its schemas (order_tools adds those)
+        known: list[str] = []  # names declared beyond the schemas' own (order_tools reads those itself)
         for tool_provider in plan.tool_providers:
             tool_set = tool_provider(context)
             if not isinstance(tool_set, ToolSet):

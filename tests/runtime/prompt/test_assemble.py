@@ -433,11 +433,15 @@ async def test_tool_order_listing_several_unregistered_tools() -> None:
     )
 
 
+@pytest.mark.parametrize("as_schema", [False, True])
 @pytest.mark.parametrize("tool_order", [None, ["bash", TOOL_ORDER_REST]])
-async def test_a_provider_may_not_use_the_rest_marker(tool_order: list[str] | None) -> None:
+async def test_a_provider_may_not_use_the_rest_marker(tool_order: list[str] | None, as_schema: bool) -> None:
     ctx = Context()
     ctx.plugin(plugin, {"tool_order": tool_order})
-    ctx.get(SYSTEM_PROMPT).tools(provider(tool("bash"), known=("bash", TOOL_ORDER_REST)))
+    if as_schema:  # among names that sort before and after it
+        ctx.get(SYSTEM_PROMPT).tools(provider(tool("bash"), tool(TOOL_ORDER_REST), tool("1st"), tool("Zeta")))
+    else:
+        ctx.get(SYSTEM_PROMPT).tools(provider(tool("bash"), known=("bash", TOOL_ORDER_REST)))
     with pytest.raises(ToolOrderError) as caught:
         await ctx.get(SYSTEM_PROMPT).assemble()
     assert str(caught.value) == (
