@@ -239,7 +239,10 @@ class Context:
         return self._effects.push(undo)
 
     def _listeners(self, name: str) -> list[_Listener]:
-        return [entry for entry in self._host.listeners.get(name, ()) if _visible(entry.scope, self.scope)]
+        entries = self._host.listeners.get(name)
+        if not entries:
+            return []
+        return [entry for entry in entries if _visible(entry.scope, self.scope)]
 
     async def emit(self, event: Emit[Any], *args: Any) -> None:
         """Call every listener in registration order; a listener's exception is reported and later ones still run."""
@@ -270,6 +273,8 @@ class Context:
     async def waterfall(self, event: Waterfall[V, Any], value: V, *args: Any) -> V:
         """Thread `value` through the listeners as middleware; a listener's exception propagates as ListenerError."""
         chain = self._listeners(event.name)
+        if not chain:  # the common case on hot paths (a prompt assembly per step): no chain to build
+            return value
 
         async def run(index: int, current: V) -> V:
             if index == len(chain):

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from functools import lru_cache
+from typing import NamedTuple
 
 from runtime.kernel.errors import PromptRenderError
 
@@ -40,80 +42,119 @@ def interpolate(text: str, variables: Mapping[str, str | None], *, section: str)
     return _interpolate(text, variables, name=section, kind="section")
 
 
-def _interpolate(text: str, variables: Mapping[str, str | None], *, name: str, kind: str) -> str:
-    if not isinstance(text, str):
-        raise TypeError(f'{kind} "{name}" text must be a string, got {type(text).__name__}')
-    opener = text.find("{{")
-    if opener < 0:
-        return text
-    where = f'{kind} "{name}"'
-    parts: list[str] = []
+class _Template(NamedTuple):
+    """A text scanned once: `head`, then each reference's name with the literal that follows it, then the static
+    problem (if any) the scan stopped at, raised only once every reference before it has been checked."""
+
+    head: str
+    refs: tuple[tuple[str, str], ...]
+    malformed: tuple[str, str] | None  # ("group", name) or ("opener", excerpt)
+
+
+@lru_cache(maxsize=256)
+def _compile(text: str) -> _Template:
+    """The scan of spec §1.10 without the variables: what depends only on the text is done once per distinct text
+    (most sections are the same static strings every step). Bounded, since provider texts may differ every time."""
+    literals: list[str] = []  # one more than names: the text before, between and after the references
+    names: list[str] = []
+    piece: list[str] = []  # the current literal, in pieces (a lone "{{" is prose and stays in it)
+    malformed: tuple[str, str] | None = None
     last = 0
+    opener = text.find("{{")
     while opener >= 0:
         group = _GROUP.match(text, opener)
         if group is None:
             if text.find("}}", opener + 2) >= 0:
-                raise PromptRenderError(
-                    f'malformed prompt variable reference at "{text[opener : opener + _EXCERPT]}…" in {where} '
-                    "(references are complete simple {{name}} groups)",
-                    section=name,
-                )
-            # A lone "{{" with no "}}" after it is prose.
-            parts.append(text[last : opener + 2])
+                malformed = ("opener", text[opener : opener + _EXCERPT])
+                break
+            piece.append(text[last : opener + 2])
             last = opener + 2
         else:
             ref = group.group(1)
             if VARIABLE_NAME.fullmatch(ref) is None:
-                raise PromptRenderError(
-                    f'malformed prompt variable reference "{{{{{ref}}}}}" in {where} '
-                    "(variable names match /^[a-z][a-z0-9_]*$/)",
-                    section=name,
-                )
-            if ref not in variables:
-                registered = ", ".join(variables) or "(none)"
-                raise PromptRenderError(
-                    f'unknown prompt variable "{{{{{ref}}}}}" in {where}; registered variables: {registered}',
-                    section=name,
-                    variable=ref,
-                )
-            value = variables[ref]
-            if value is None:
-                raise PromptRenderError(
-                    f'prompt variable "{{{{{ref}}}}}" has no value for this assembly ({where})',
-                    section=name,
-                    variable=ref,
-                )
-            if not isinstance(value, str):
-                raise TypeError(
-                    f'prompt variable "{{{{{ref}}}}}" must be a string or None, got {type(value).__name__} '
-                    f"({where})"
-                )
-            parts.append(text[last:opener])
-            parts.append(value)
+                malformed = ("group", ref)
+                break
+            piece.append(text[last:opener])
+            literals.append("".join(piece))
+            names.append(ref)
+            piece = []
             last = group.end()
         opener = text.find("{{", last)
-    parts.append(text[last:])
+    piece.append(text[last:])
+    literals.append("".join(piece))
+    return _Template(literals[0], tuple(zip(names, literals[1:], strict=True)), malformed)
+
+
+def _interpolate(text: str, variables: Mapping[str, str | None], *, name: str, kind: str) -> str:
+    if not isinstance(text, str):
+        raise TypeError(f'{kind} "{name}" text must be a string, got {type(text).__name__}')
+    if "{{" not in text:
+        return text
+    template = _compile(text)
+    parts = [template.head]
+    for ref, literal in template.refs:
+        if ref not in variables:
+            registered = ", ".join(variables) or "(none)"
+            raise PromptRenderError(
+                f'unknown prompt variable "{{{{{ref}}}}}" in {kind} "{name}"; registered variables: {registered}',
+                section=name,
+                variable=ref,
+            )
+        value = variables[ref]
+        if not isinstance(value, str):
+            if value is None:
+                raise PromptRenderError(
+                    f'prompt variable "{{{{{ref}}}}}" has no value for this assembly ({kind} "{name}")',
+                    section=name,
+                    variable=ref,
+                )
+            raise TypeError(
+                f'prompt variable "{{{{{ref}}}}}" must be a string or None, got {type(value).__name__} '
+                f'({kind} "{name}")'
+            )
+        parts.append(value)
+        parts.append(literal)
+    if template.malformed is not None:
+        what, detail = template.malformed
+        if what == "opener":
+            raise PromptRenderError(
+                f'malformed prompt variable reference at "{detail}…" in {kind} "{name}" '
+                "(references are complete simple {{name}} groups)",
+                section=name,
+            )
+        raise PromptRenderError(
+            f'malformed prompt variable reference "{{{{{detail}}}}}" in {kind} "{name}" '
+            "(variable names match /^[a-z][a-z0-9_]*$/)",
+            section=name,
+        )
     return "".join(parts)
 
 
 def render_prompt(assembly: PromptAssembly) -> str:
     """The system prompt: each section interpolated on its own, empty results dropped, joined by a blank line."""
-    rendered = [
-        text
-        for section in assembly.sections
-        if (text := _interpolate(section.text, assembly.variables, name=section.name, kind="section"))
-    ]
+    variables = assembly.variables
+    rendered: list[str] = []
+    for section in assembly.sections:
+        text = section.text
+        if type(text) is not str or "{{" in text:  # the common static text skips the call
+            text = _interpolate(text, variables, name=section.name, kind="section")
+        if text:
+            rendered.append(text)
     return "\n\n".join(rendered)
 
 
 def render_context_sections(assembly: PromptAssembly) -> list[str]:
     """Each runtime context interpolated with the same strict rules (errors say `context "<name>"`); empty ones
     dropped."""
-    return [
-        text
-        for context in assembly.contexts
-        if (text := _interpolate(context.text, assembly.variables, name=context.name, kind="context"))
-    ]
+    variables = assembly.variables
+    rendered: list[str] = []
+    for context in assembly.contexts:
+        text = context.text
+        if type(text) is not str or "{{" in text:
+            text = _interpolate(text, variables, name=context.name, kind="context")
+        if text:
+            rendered.append(text)
+    return rendered
 
 
 def render_context_snapshot(assembly: PromptAssembly) -> str:

@@ -80,6 +80,39 @@ class _Layer:
         return not (self.sections or self.contexts or self.variables or self.tools or self.suppressors)
 
 
+@dataclass(frozen=True, eq=False)
+class _Dynamic:
+    """A section or context whose text comes from a provider, called on every assembly."""
+
+    name: str
+    provider: TextProvider
+
+
+_Text = AssembledText | _Dynamic
+"""A merged section or context: static texts are resolved once (`AssembledText` is frozen, so shared safely)."""
+
+
+@dataclass(frozen=True, eq=False)
+class _Plan:
+    """What an assembly for one scope reads from the registries, merged and ordered: the spec's steps 1, 3 and 5 and
+    the complete-section check, which depend on the registrations only. Every provider is still called on every
+    assembly, since it may depend on the context."""
+
+    suppressed: bool
+    variables: tuple[tuple[str, VariableProvider], ...]
+    tool_providers: tuple[ToolProvider, ...]
+    sections: tuple[_Text, ...]
+    static_sections: tuple[AssembledText, ...] | None  # `sections`, when no text has a provider
+    complete_names: tuple[str, ...]  # in order; more than one is the conflict, raised at its step every time
+    complete_index: int | None  # the one complete section's place in `sections`
+    contexts: tuple[_Text, ...]  # () when suppressed: no context provider is called
+    static_contexts: tuple[AssembledText, ...] | None
+
+
+_PLANS = 256
+"""At most this many scopes' plans are kept (a scope with no layer of its own never invalidates its plan)."""
+
+
 class _Registry:
     """The state shared by every view of one SystemPrompt service."""
 
@@ -87,6 +120,20 @@ class _Registry:
         self.home = home
         self.tool_order = tuple(tool_order) if tool_order is not None else None
         self.layers: dict[Scope | None, _Layer] = {}
+        # Each scope's plan, valid until the next registration or disposal anywhere (`changed`).
+        self.plans: dict[Scope | None, _Plan] = {}
+
+    def changed(self) -> None:
+        """A layer gained or lost an entry: every plan may be stale."""
+        self.plans.clear()
+
+    def plan(self, scope: Scope | None) -> _Plan:
+        plan = self.plans.get(scope)
+        if plan is None:
+            if len(self.plans) >= _PLANS:
+                self.plans.clear()
+            plan = self.plans[scope] = _make_plan(self.chain(scope))
+        return plan
 
     def layer(self, scope: Scope | None) -> _Layer:
         layer = self.layers.get(scope)
@@ -234,11 +281,13 @@ class SystemPrompt:
                 return
             remove(layer)
             registry.prune(scope, layer)
+            registry.changed()
             _announce(ctx, PromptChange(kind, name, scope, registered=False))
 
         disposer = ctx.effect(undo)  # raises for a disposed context, before anything is added
         added = registry.layer(scope)
         add(added)
+        registry.changed()
         try:
             _announce(ctx, PromptChange(kind, name, scope, registered=True))
         except BaseException:
@@ -275,22 +324,12 @@ class SystemPrompt:
         suppression rules. Pure: it calls providers and listeners and nothing else."""
         context = AssembleContext() if context is None else context
         registry = self._registry
-        layers = registry.chain(context.scope)
-        suppressed = any(layer.suppressors for layer in layers)
-
-        # Merge by name: the nearest layer wins, keeping the position of the entry it shadows.
-        variable_providers: dict[str, VariableProvider] = {}
-        sections: dict[str, PromptSection] = {}
-        contexts: dict[str, PromptContext] = {}
-        tool_providers: list[ToolProvider] = []
-        for layer in layers:
-            variable_providers.update(layer.variables)
-            sections.update(layer.sections)
-            contexts.update(layer.contexts)
-            tool_providers.extend(entry.provider for entry in layer.tools)
+        # Merged and ordered once per registry state; a provider registered during this assembly is first
+        # consulted by the next one.
+        plan = registry.plan(context.scope)
 
         variables: dict[str, str | None] = {}
-        for name, provider in variable_providers.items():
+        for name, provider in plan.variables:
             value = provider(context)
             if value is not None and not isinstance(value, str):
                 raise TypeError(
@@ -299,39 +338,31 @@ class SystemPrompt:
             variables[name] = value
 
         collected: list[ToolSchema] = []
-        known: list[str] = []
-        for tool_provider in tool_providers:
+        known: list[str] = []  # names declared beyond the schemas' own (order_tools reads those itself)
+        for tool_provider in plan.tool_providers:
             tool_set = tool_provider(context)
             if not isinstance(tool_set, ToolSet):
                 raise TypeError(f"a tool provider returned {type(tool_set).__name__}, not ToolSet")
             collected.extend(tool_set.schemas)
-            if tool_set.known_names is None:
-                known.extend(schema.name for schema in tool_set.schemas)
-            else:
+            if tool_set.known_names is not None:
                 known.extend(tool_set.known_names)
         schemas = _copy_schemas(collected)
 
-        ordered = sorted(sections.values(), key=_order)
-        complete_names = tuple(section.name for section in ordered if section.complete)
-        if len(complete_names) > 1:
-            quoted = ", ".join(_json_quote(name) for name in complete_names)
+        if len(plan.complete_names) > 1:
+            quoted = ", ".join(_json_quote(name) for name in plan.complete_names)
             raise CompleteSectionConflictError(
-                f"multiple complete prompt sections are active: {quoted}", names=complete_names
+                f"multiple complete prompt sections are active: {quoted}", names=plan.complete_names
             )
-        resolved = [
-            AssembledText(section.name, _resolve(section.text, context, "section", section.name))
-            for section in ordered
-        ]
-        complete = next(
-            (text for text in resolved if complete_names and text.name == complete_names[0]), None
-        )
+        if plan.static_sections is not None:
+            resolved = list(plan.static_sections)
+        else:
+            resolved = _resolve_all(plan.sections, context, "section")
+        complete = resolved[plan.complete_index] if plan.complete_index is not None else None
 
-        runtime_contexts: list[AssembledText] = []
-        if not suppressed:
-            runtime_contexts = [
-                AssembledText(item.name, _resolve(item.text, context, "context", item.name))
-                for item in sorted(contexts.values(), key=_order)
-            ]
+        if plan.static_contexts is not None:
+            runtime_contexts = list(plan.static_contexts)
+        else:
+            runtime_contexts = _resolve_all(plan.contexts, context, "context")
 
         tools = order_tools(schemas, known, registry.tool_order)
         assembly = PromptAssembly(
@@ -346,7 +377,7 @@ class SystemPrompt:
             )
         if complete is not None:
             result.sections = [complete]
-        if suppressed:
+        if plan.suppressed:
             result.contexts = []
         return result
 
@@ -368,13 +399,65 @@ def _check_entry(kind: str, name: str, order: float, text: object) -> None:
         )
 
 
-def _resolve(text: str | TextProvider, context: AssembleContext, kind: str, name: str) -> str:
-    if isinstance(text, str):
-        return text
-    value = text(context)
-    if not isinstance(value, str):
-        raise TypeError(f'prompt {kind} "{name}" text provider returned {type(value).__name__}, not str')
-    return value
+def _make_plan(layers: list[_Layer]) -> _Plan:
+    """Merge `layers` (global first, nearest scope last) by name, the nearest winning and keeping the position of
+    the entry it shadows, and order sections and contexts stably by `order`."""
+    suppressed = any(layer.suppressors for layer in layers)
+    variables: dict[str, VariableProvider] = {}
+    sections: dict[str, PromptSection] = {}
+    contexts: dict[str, PromptContext] = {}
+    tool_providers: list[ToolProvider] = []
+    for layer in layers:
+        variables.update(layer.variables)
+        sections.update(layer.sections)
+        contexts.update(layer.contexts)
+        tool_providers.extend(entry.provider for entry in layer.tools)
+    ordered = sorted(sections.values(), key=_order)
+    complete = [index for index, section in enumerate(ordered) if section.complete]
+    texts = _presolve(ordered)
+    context_texts = () if suppressed else _presolve(sorted(contexts.values(), key=_order))
+    return _Plan(
+        suppressed=suppressed,
+        variables=tuple(variables.items()),
+        tool_providers=tuple(tool_providers),
+        sections=texts,
+        static_sections=_all_static(texts),
+        complete_names=tuple(ordered[index].name for index in complete),
+        complete_index=complete[0] if len(complete) == 1 else None,
+        contexts=context_texts,
+        static_contexts=_all_static(context_texts),
+    )
+
+
+def _presolve(entries: list[PromptSection] | list[PromptContext]) -> tuple[_Text, ...]:
+    """Static texts resolved now; a text provider kept, to be called on every assembly."""
+    return tuple(
+        AssembledText(entry.name, entry.text)
+        if isinstance(entry.text, str)
+        else _Dynamic(entry.name, entry.text)
+        for entry in entries
+    )
+
+
+def _all_static(texts: tuple[_Text, ...]) -> tuple[AssembledText, ...] | None:
+    static = tuple(text for text in texts if isinstance(text, AssembledText))
+    return static if len(static) == len(texts) else None
+
+
+def _resolve_all(texts: tuple[_Text, ...], context: AssembleContext, kind: str) -> list[AssembledText]:
+    """Each text for this assembly, calling the text providers in order."""
+    resolved: list[AssembledText] = []
+    for text in texts:
+        if isinstance(text, AssembledText):
+            resolved.append(text)
+            continue
+        value = text.provider(context)
+        if not isinstance(value, str):
+            raise TypeError(
+                f'prompt {kind} "{text.name}" text provider returned {type(value).__name__}, not str'
+            )
+        resolved.append(AssembledText(text.name, value))
+    return resolved
 
 
 def _order(entry: PromptSection | PromptContext) -> float:

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from bisect import bisect_left
+from collections.abc import Collection, Sequence
+from operator import attrgetter
 
 from ._errors import ToolOrderError
 from ._types import ToolSchema
@@ -12,6 +14,8 @@ __all__ = ["TOOL_ORDER_REST", "check_tool_order", "order_tools"]
 
 TOOL_ORDER_REST = "<unlisted-tools>"
 """The `tool_order` entry where every tool it does not list is inserted (in name order)."""
+
+_name = attrgetter("name")
 
 
 def check_tool_order(tool_order: Sequence[str]) -> None:
@@ -28,21 +32,23 @@ def check_tool_order(tool_order: Sequence[str]) -> None:
 
 
 def order_tools(
-    schemas: Sequence[ToolSchema], known_names: Iterable[str], tool_order: Sequence[str] | None
+    schemas: Sequence[ToolSchema], known_names: Collection[str], tool_order: Sequence[str] | None
 ) -> list[ToolSchema]:
     """`schemas` ordered by name (code points), or placed by `tool_order`: listed tools at their slots, unlisted
-    ones at the rest entry. A listed name that is known but not visible here is simply absent."""
-    known = set(known_names)
-    for schema in schemas:
-        known.add(schema.name)
-    if TOOL_ORDER_REST in known:
+    ones at the rest entry. A listed name that is known but not visible here is simply absent. `known_names` need
+    not repeat the schemas' names."""
+    by_name = sorted(schemas, key=_name)
+    # by_name is sorted, so a schema with the reserved name would be where bisect places it.
+    at = bisect_left(by_name, TOOL_ORDER_REST, key=_name)
+    if (at < len(by_name) and by_name[at].name == TOOL_ORDER_REST) or TOOL_ORDER_REST in known_names:
         raise ToolOrderError(
             f'tool provider returned reserved tool name "{TOOL_ORDER_REST}" (reserved for tool_order\'s '
             "rest entry)"
         )
-    by_name = sorted(schemas, key=lambda schema: schema.name)
     if tool_order is None:
         return by_name
+    known = set(known_names)
+    known.update(map(_name, schemas))
     unknown = tuple(name for name in tool_order if name != TOOL_ORDER_REST and name not in known)
     if unknown:
         listing = ", ".join(sorted(known)) or "(none)"

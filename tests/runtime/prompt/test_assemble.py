@@ -131,6 +131,20 @@ async def test_variables_resolve_per_assembly_and_none_means_no_value(sp: System
     assert list(assembly.variables) == ["model", "cwd"]
 
 
+async def test_every_provider_runs_on_every_assembly_of_unchanged_registries(sp: SystemPrompt) -> None:
+    # The merge of the registries is reused while nothing is registered or disposed; providers never are.
+    sp.variable("model", lambda context: context.facts.get("model"))
+    sp.section(PromptSection("dyn", 1, lambda context: f"text {context.facts.get('model')}"))
+    sp.context(PromptContext("ctx", 1, lambda context: f"context {context.facts.get('model')}"))
+    sp.tools(lambda context: ToolSet((tool(context.facts.get("model", "none")),)))
+    for model in ("a", "b", "a"):
+        assembly = await sp.assemble(AssembleContext(facts={"model": model}))
+        assert assembly.variables == {"model": model}
+        assert assembly.sections[-1] == AssembledText("dyn", f"text {model}")
+        assert assembly.contexts == [AssembledText("ctx", f"context {model}")]
+        assert [t.name for t in assembly.tools] == [model]
+
+
 async def test_a_variable_provider_returning_a_non_string_is_a_type_error(sp: SystemPrompt) -> None:
     sp.variable("n", lambda context: 1)  # type: ignore[arg-type,return-value]  # the wrong type is the point
     with pytest.raises(TypeError, match='prompt variable "n" provider returned int'):
@@ -250,6 +264,16 @@ async def test_two_complete_sections_raise_before_any_text_is_evaluated(sp: Syst
     assert str(caught.value) == 'multiple complete prompt sections are active: "a\\"q", "b"'
     assert caught.value.names == ('a"q', "b")
     assert calls == []
+
+
+async def test_the_complete_section_conflict_raises_on_every_assembly(sp: SystemPrompt) -> None:
+    sp.section(PromptSection("a", 1, "a", complete=True))
+    dispose = sp.section(PromptSection("b", 2, "b", complete=True))
+    for _ in range(2):
+        with pytest.raises(CompleteSectionConflictError):
+            await sp.assemble()
+    dispose()
+    assert names(await sp.assemble()) == ["a"]
 
 
 async def test_a_scoped_section_without_the_flag_cancels_completeness_for_its_scope(ctx: Context) -> None:
@@ -409,11 +433,15 @@ async def test_tool_order_listing_several_unregistered_tools() -> None:
     )
 
 
+@pytest.mark.parametrize("as_schema", [False, True])
 @pytest.mark.parametrize("tool_order", [None, ["bash", TOOL_ORDER_REST]])
-async def test_a_provider_may_not_use_the_rest_marker(tool_order: list[str] | None) -> None:
+async def test_a_provider_may_not_use_the_rest_marker(tool_order: list[str] | None, as_schema: bool) -> None:
     ctx = Context()
     ctx.plugin(plugin, {"tool_order": tool_order})
-    ctx.get(SYSTEM_PROMPT).tools(provider(tool("bash"), known=("bash", TOOL_ORDER_REST)))
+    if as_schema:  # among names that sort before and after it
+        ctx.get(SYSTEM_PROMPT).tools(provider(tool("bash"), tool(TOOL_ORDER_REST), tool("1st"), tool("Zeta")))
+    else:
+        ctx.get(SYSTEM_PROMPT).tools(provider(tool("bash"), known=("bash", TOOL_ORDER_REST)))
     with pytest.raises(ToolOrderError) as caught:
         await ctx.get(SYSTEM_PROMPT).assemble()
     assert str(caught.value) == (
@@ -538,6 +566,21 @@ async def test_each_assembly_is_fresh(sp: SystemPrompt) -> None:
     second = await sp.assemble()
     assert names(second) == ["harness:identity", PERSONA_SECTION]
     assert second.variables == {}
+
+
+async def test_replacing_a_section_of_one_assembly_leaves_the_next_unchanged(
+    ctx: Context, sp: SystemPrompt
+) -> None:
+    async def edit(assembly: PromptAssembly, context: AssembleContext, next: Any) -> PromptAssembly:
+        assembly.sections[0] = AssembledText(assembly.sections[0].name, "edited")
+        with pytest.raises(AttributeError):
+            assembly.sections[1].text = "edited"  # type: ignore[misc]  # sections are frozen: edits replace them
+        return await next(assembly)  # type: ignore[no-any-return]  # next is the kernel's Next
+
+    dispose = ctx.on(ASSEMBLE, edit)
+    assert (await sp.assemble()).sections[0].text == "edited"
+    dispose()
+    assert (await sp.assemble()).sections[0].text == IDENTITY
 
 
 async def test_tool_parameters_that_are_not_json_shaped_fail_loudly(sp: SystemPrompt) -> None:

@@ -31,6 +31,7 @@ class Registration:
     kind: str  # "section" | "variable" | "tools" | "suppress"
     name: str
     disposer: Disposer = field(repr=False)
+    order: int = 0  # a section's
 
 
 class PromptLifecycle(RuleBasedStateMachine):
@@ -57,7 +58,8 @@ class PromptLifecycle(RuleBasedStateMachine):
     )
     def section(self, where: str, name: str, order: int) -> Registration | None:
         view = self.contexts[where].get(SYSTEM_PROMPT)
-        section = PromptSection(name, order, f"{name} from {where or 'global'}")
+        # The order is in the text, so an assembly served from a stale merge (same name, old order) shows.
+        section = PromptSection(name, order, f"{name} from {where or 'global'} at {order}")
         if self._taken(where, "section", name):
             before = self.sp.describe()
             try:
@@ -66,7 +68,7 @@ class PromptLifecycle(RuleBasedStateMachine):
                 assert self.sp.describe() == before
                 return None
             raise AssertionError("a duplicate section was accepted")
-        registration = Registration(where, "section", name, view.section(section))
+        registration = Registration(where, "section", name, view.section(section), order)
         self.live.append(registration)
         return registration
 
@@ -147,7 +149,7 @@ class PromptLifecycle(RuleBasedStateMachine):
                     if r.where != layer:
                         continue
                     if r.kind == "section":
-                        expected_sections[r.name] = f"{r.name} from {layer or 'global'}"
+                        expected_sections[r.name] = f"{r.name} from {layer or 'global'} at {r.order}"
                     elif r.kind == "variable":
                         expected_variables[r.name] = f"{r.name}@{layer or 'global'}"
                     else:
@@ -155,6 +157,8 @@ class PromptLifecycle(RuleBasedStateMachine):
             assembly = anyio.run(self.sp.assemble, AssembleContext(ctx=self.contexts[where]))
             sections = {s.name: s.text for s in assembly.sections}
             assert {k: v for k, v in sections.items() if k in NAMES} == expected_sections
+            orders = [int(s.text.rpartition(" at ")[2]) for s in assembly.sections if s.name in NAMES]
+            assert orders == sorted(orders)
             assert assembly.variables == expected_variables
             assert [t.name for t in assembly.tools] == sorted(expected_tools)
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from runtime.kernel import DshError
@@ -238,3 +240,88 @@ def test_a_section_text_that_is_not_a_string_is_a_type_error() -> None:
     broken = PromptAssembly(sections=[AssembledText("tool:x", None)])  # type: ignore[arg-type]  # the point
     with pytest.raises(TypeError, match='section "tool:x" text must be a string, got NoneType'):
         render_prompt(broken)
+
+
+def _spec_scan(text: str, variables: dict[str, str | None], section: str) -> str:
+    """Spec §1.10's scan, step by step and with no precompiling: the oracle the renderer must agree with."""
+    where = f'section "{section}"'
+    out: list[str] = []
+    last = 0
+    while (opener := text.find("{{", last)) >= 0:
+        group = re.match(r"\{\{([^{}]*)\}\}", text[opener:])
+        if group is None:
+            if "}}" in text[opener + 2 :]:
+                raise PromptRenderError(
+                    f'malformed prompt variable reference at "{text[opener : opener + 16]}…" in {where} '
+                    "(references are complete simple {{name}} groups)",
+                    section=section,
+                )
+            out.append(text[last : opener + 2])
+            last = opener + 2
+            continue
+        name = group.group(1)
+        if re.fullmatch(r"[a-z][a-z0-9_]*", name) is None:
+            raise PromptRenderError(
+                f'malformed prompt variable reference "{{{{{name}}}}}" in {where} '
+                "(variable names match /^[a-z][a-z0-9_]*$/)",
+                section=section,
+            )
+        if name not in variables:
+            registered = ", ".join(variables) or "(none)"
+            raise PromptRenderError(
+                f'unknown prompt variable "{{{{{name}}}}}" in {where}; registered variables: {registered}',
+                section=section,
+                variable=name,
+            )
+        value = variables[name]
+        if value is None:
+            raise PromptRenderError(
+                f'prompt variable "{{{{{name}}}}}" has no value for this assembly ({where})',
+                section=section,
+                variable=name,
+            )
+        out.append(text[last:opener] + value)
+        last = opener + len(group.group(0))
+    return "".join(out) + text[last:]
+
+
+# Texts dense in openers, closers and near-names, so every branch of the scan (and its order) is drawn often.
+fragments = st.lists(
+    st.sampled_from(
+        [
+            *("{{", "}}", "{", "}", "model", "cwd", " ", "x", "Model", "\n", "é", "_"),
+            *("{{model}}", "{{cwd}}", "{{x}}", "{{nope}}", "{{ model}}", "{{}}"),
+        ]
+    ),
+    max_size=14,
+).map("".join)
+
+
+@settings(max_examples=500)  # cheap examples; the rarer orderings (a group, then a malformed one) need many
+@given(
+    text=fragments,
+    variables=st.dictionaries(
+        st.sampled_from(["model", "cwd", "x"]), st.sampled_from(["V", "{{model}}", None])
+    ),
+)
+def test_the_renderer_agrees_with_the_spec_scan_on_results_and_errors(
+    text: str, variables: dict[str, str | None]
+) -> None:
+    for _ in range(2):  # the second pass renders from the compiled text
+        try:
+            expected: str | PromptRenderError = _spec_scan(text, variables, "s")
+        except PromptRenderError as error:
+            expected = error
+        try:
+            actual: str | PromptRenderError = interpolate(text, variables, section="s")
+        except PromptRenderError as error:
+            actual = error
+        if isinstance(expected, PromptRenderError):
+            assert isinstance(actual, PromptRenderError)
+            assert (str(actual), actual.section, actual.variable) == (
+                str(expected),
+                expected.section,
+                expected.variable,
+            )
+        else:
+            assert actual == expected
