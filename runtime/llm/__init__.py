@@ -42,11 +42,13 @@ from ._content import UserBlock as UserBlock
 from ._content import UserMessage as UserMessage
 from ._content import UserSource as UserSource
 from ._errors import ChunkProtocolError as ChunkProtocolError
+from ._errors import ContextWindowError as ContextWindowError
 from ._errors import LlmCallError as LlmCallError
 from ._errors import ProviderConflictError as ProviderConflictError
 from ._errors import error_chain as error_chain
 from ._request import CallConfig as CallConfig
 from ._request import CallKey as CallKey
+from ._request import ContextWindowAdapter as ContextWindowAdapter
 from ._request import LlmAdapter as LlmAdapter
 from ._request import LlmRequest as LlmRequest
 from ._request import ToolSpec as ToolSpec
@@ -67,6 +69,8 @@ __all__ = [
     "CallId",
     "ChunkProtocolError",
     "ContentBlock",
+    "ContextWindowAdapter",
+    "ContextWindowError",
     "FailureCode",
     "Finish",
     "FinishAborted",

@@ -4,7 +4,8 @@
 LlmError
 ├── LlmCallError                  an adapter's call failed; carries the `LlmFailure` (code, status, ...)
 ├── ChunkProtocolError (ValueError)   a chunk sequence broke the stream protocol (BlockAssembler)
-└── ProviderConflictError (ValueError)  a provider id is registered twice
+├── ProviderConflictError (ValueError)  a provider id is registered twice
+└── ContextWindowError (ValueError)     an adapter answered a context window that is not a positive int or None
 ```
 """
 
@@ -14,7 +15,7 @@ from runtime.kernel.errors import LlmError
 
 from ._chunks import LlmFailure
 
-__all__ = ["ChunkProtocolError", "LlmCallError", "ProviderConflictError", "error_chain"]
+__all__ = ["ChunkProtocolError", "ContextWindowError", "LlmCallError", "ProviderConflictError", "error_chain"]
 
 
 class LlmCallError(LlmError):
@@ -46,6 +47,19 @@ class ProviderConflictError(LlmError, ValueError):
             f'an adapter is already registered for provider "{provider}"; dispose it first or use another id'
         )
         self.provider = provider
+
+
+class ContextWindowError(LlmError, ValueError):
+    """The adapter of `provider` answered `value` as the context window of `model`: not a positive int or None."""
+
+    def __init__(self, provider: str, model: str, value: object) -> None:
+        super().__init__(
+            f'the adapter for provider "{provider}" answered context_window={value!r} for model "{model}"; '
+            "expected a positive number of tokens, or None when it does not know"
+        )
+        self.provider = provider
+        self.model = model
+        self.value = value
 
 
 def error_chain(error: BaseException, *, limit: int = 8) -> str:

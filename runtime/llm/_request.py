@@ -11,7 +11,7 @@ import msgspec
 from ._chunks import StreamChunk
 from ._content import Message
 
-__all__ = ["CallConfig", "CallKey", "LlmAdapter", "LlmRequest", "ToolSpec"]
+__all__ = ["CallConfig", "CallKey", "ContextWindowAdapter", "LlmAdapter", "LlmRequest", "ToolSpec"]
 
 
 class ToolSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
@@ -66,6 +66,17 @@ class LlmRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_onl
 class LlmAdapter(Protocol):
     """A model transport. `stream` yields chunks for one call and ends with one `finish`; it may instead raise
     (an `LlmCallError` with a code, or anything else) and `LlmRuntime` turns that into the terminal chunk.
-    Cancellation must propagate. The iterator is closed (`aclose`) when the caller stops early."""
+    Cancellation must propagate. The iterator is closed (`aclose`) when the caller stops early.
+
+    An adapter may also answer `context_window(provider, model) -> int | None`: the context window, in tokens, of
+    `model` as served under `provider` (None: it does not know). The method is optional (`ContextWindowAdapter`);
+    `LlmRuntime.context_window` answers None for an adapter without it."""
 
     def stream(self, request: LlmRequest) -> AsyncIterator[StreamChunk]: ...
+
+
+class ContextWindowAdapter(LlmAdapter, Protocol):
+    """An adapter that knows its models' context windows: `context_window(provider, model)` is the window in tokens,
+    or None when unknown. `provider` is the id the adapter was registered under (one adapter may serve several)."""
+
+    def context_window(self, provider: str, model: str) -> int | None: ...

@@ -33,7 +33,7 @@ from ._chunks import (
     ToolCallDelta,
     UsageChunk,
 )
-from ._errors import ChunkProtocolError, LlmCallError, ProviderConflictError, error_chain
+from ._errors import ChunkProtocolError, ContextWindowError, LlmCallError, ProviderConflictError, error_chain
 from ._request import LlmAdapter, LlmRequest
 
 __all__ = ["LLM", "LlmRuntime", "plugin"]
@@ -82,6 +82,21 @@ class LlmRuntime:
 
     def adapter(self, provider: str) -> LlmAdapter | None:
         return self._adapters.get(provider)
+
+    def context_window(self, provider: str, model: str) -> int | None:
+        """The context window, in tokens, of `model` served under `provider`, as its adapter states it; None when
+        no adapter is registered for `provider`, the adapter has no `context_window` method, or it does not know.
+        An answer that is not a positive int or None raises `ContextWindowError`."""
+        adapter = self._adapters.get(provider)
+        answer = getattr(adapter, "context_window", None)
+        if answer is None:
+            return None
+        window = answer(provider, model)
+        if window is None:
+            return None
+        if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+            raise ContextWindowError(provider, model, window)
+        return window
 
     async def stream(self, request: LlmRequest) -> AsyncGenerator[StreamChunk, None]:
         """The chunks of one call, ending with exactly one `finish`. Close it (`contextlib.aclosing`) when you stop

@@ -21,6 +21,7 @@ from runtime.llm import (
     BlockStart,
     CallId,
     ChunkProtocolError,
+    ContextWindowError,
     Finish,
     FinishError,
     FinishStop,
@@ -182,6 +183,42 @@ def test_registration_returns_its_disposer_and_refuses_a_second_adapter() -> Non
     assert llm.providers() == ("fake",)
     with pytest.raises(ValueError, match="non-empty"):
         llm.register("", Scripted([]))
+
+
+class Windowed(Scripted):
+    """A `Scripted` adapter that states context windows through the optional `context_window` method."""
+
+    def __init__(self, windows: dict[str, Any]) -> None:
+        super().__init__([])
+        self.windows = windows
+        self.asked: list[tuple[str, str]] = []
+
+    def context_window(self, provider: str, model: str) -> Any:
+        self.asked.append((provider, model))
+        return self.windows.get(model)
+
+
+def test_the_context_window_is_the_adapters_answer_or_none() -> None:
+    llm = LlmRuntime()
+    windowed = Windowed({"m": 64_000})
+    llm.register("windowed", windowed)
+    llm.register("plain", Scripted([]))  # no context_window method: an adapter written before it existed
+    assert llm.context_window("windowed", "m") == 64_000
+    assert windowed.asked == [("windowed", "m")]
+    assert llm.context_window("windowed", "other") is None
+    assert llm.context_window("plain", "m") is None
+    assert llm.context_window("nobody", "m") is None
+
+
+@pytest.mark.parametrize("answer", [0, -5, 1.5, "128000", True])
+def test_a_context_window_that_is_not_a_positive_int_is_refused_naming_the_adapter(answer: Any) -> None:
+    llm = LlmRuntime()
+    llm.register("windowed", Windowed({"m": answer}))
+    with pytest.raises(
+        ContextWindowError, match=r'provider "windowed" answered context_window=.* for model "m"'
+    ) as e:
+        llm.context_window("windowed", "m")
+    assert (e.value.provider, e.value.model, e.value.value) == ("windowed", "m", answer)
 
 
 def test_unloading_the_plugin_that_registered_an_adapter_unregisters_it() -> None:
