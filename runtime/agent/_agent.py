@@ -1,6 +1,6 @@
 """`Agent`: one session being driven by the loop (its log writer, its scoped context, its options) and
 `AgentOptions`, what an agent is created with. The agent owns what the loop reads back from its own log: the
-projected messages, the last request header and the last runtime-context snapshot."""
+projected messages, the last request header, the last request context and the last runtime-context snapshot."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ import msgspec
 
 from runtime.kernel import Context
 from runtime.llm import AssistantMessage, CallConfig, LlmFailure, Message, TextBlock, UserBlock
-from runtime.session import Event, SessionInfo, SessionLog, StoredEvent, project
+from runtime.session import Event, RequestContext, SessionInfo, SessionLog, StoredEvent, project
 
 from ._events import EVENT, AgentEvent
-from ._records import AbortKind
+from ._records import AbortKind, RequestContextData
 
 if TYPE_CHECKING:
     from ._registry import AgentRegistry
@@ -94,6 +94,9 @@ class Agent:
         header = project(log.store.events(self.id, types=("request/header",))).header_json
         self.header: Any = None if header is None else msgspec.json.decode(header)
         self.header_written = False
+        self.request_context: RequestContextData | None = self._last_request_context()
+        """The session's last `request/context` (inherited prefix included); the loop logs a new one only when a
+        step's provider, model or context window differs from it."""
         self.snapshot: str | None = self._last_snapshot()
 
     @property
@@ -127,6 +130,19 @@ class Agent:
                 continue
             out.append(message)
         return tuple(out)
+
+    def _last_request_context(self) -> RequestContextData | None:
+        last = None
+        for stored in self.log.store.events(self.id, types=("request/context",)):
+            last = stored
+        if last is None:
+            return None
+        view = last.view()
+        assert isinstance(view, RequestContext), "the store decodes request/context as RequestContext"
+        data = view.data
+        return RequestContextData(
+            provider=data.provider, model=data.model, context_window=data.context_window
+        )
 
     def _last_snapshot(self) -> str | None:
         for node in reversed(self.log.state.surface.nodes):

@@ -1,6 +1,6 @@
 """The turn: the only place turns and steps happen. One turn is `turn/start`, then steps (assemble once, render
 once, `agent/pre-step`, `step/start` and the entering messages, `agent/request`, `request/header` when it changed,
-the stream with every chunk logged, `assistant/message`, the tool calls) while the model calls tools, then
+`request/context` when the provider, model or context window changed, the stream with every chunk logged, `assistant/message`, the tool calls) while the model calls tools, then
 `turn/end`, which is owed from `turn/start` on whatever happens (errors, cancellation)."""
 
 from __future__ import annotations
@@ -77,6 +77,8 @@ from ._records import (
     EpochHeader,
     ModelMessageData,
     ModelMessageRecord,
+    RequestContextData,
+    RequestContextRecord,
     RequestHeaderData,
     RequestHeaderRecord,
     ToolOutcomeData,
@@ -200,6 +202,7 @@ class _Turn:
                     tools=tools or None,
                 )
             )
+            await self.log_context(route.provider, route.model)
             message = await self.call(route, system, tools)
             if message is None:  # the model's stream was aborted (a recorded cancellation)
                 return await self.end(
@@ -229,6 +232,17 @@ class _Turn:
         reason = "change" if agent.header_written else ("initial" if agent.header is None else "resume")
         await agent.append(RequestHeaderRecord(data=RequestHeaderData(header=header, reason=reason)))
         agent.header, agent.header_written = snapshot, True
+
+    async def log_context(self, provider: str, model: str) -> None:
+        """`request/context{provider, model, contextWindow?}` when it differs from the session's last one (the
+        window is what `LlmRuntime` says the route's adapter knows; absent when it does not know)."""
+        agent = self.agent
+        window = agent.ctx.get(LLM).context_window(provider, model)
+        context = RequestContextData(provider=provider, model=model, context_window=window)
+        if context == agent.request_context:
+            return
+        await agent.append(RequestContextRecord(data=context))
+        agent.request_context = context
 
     async def call(
         self, route: RequestConfig, system: str, tools: tuple[ToolSpec, ...]

@@ -27,6 +27,8 @@ __all__ = [
     "HeaderConfig",
     "ModelMessageData",
     "ModelMessageRecord",
+    "RequestContextData",
+    "RequestContextRecord",
     "RequestHeaderData",
     "RequestHeaderRecord",
     "ToolOutcomeData",
@@ -135,6 +137,19 @@ class RequestHeaderData(_Data, frozen=True, kw_only=True):
 
 class RequestHeaderRecord(Event, tag="request/header", frozen=True, kw_only=True):
     data: RequestHeaderData
+
+
+class RequestContextData(_Data, frozen=True, kw_only=True):
+    """What a step's request went to: provider, model and, when the provider's adapter states it, the model's
+    context window in tokens (absent when unknown)."""
+
+    provider: str
+    model: str
+    context_window: int | None = None
+
+
+class RequestContextRecord(Event, tag="request/context", frozen=True, kw_only=True):
+    data: RequestContextData
 
 
 def header_config(provider: str, model: str, config: CallConfig) -> HeaderConfig:

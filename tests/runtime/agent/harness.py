@@ -49,7 +49,10 @@ class ScriptedAdapter:
     Agents that run concurrently (subagents started by parallel tool calls) interleave their calls in no fixed
     order, so each can have a script of its own: a call whose `key(request)` names one of `scripts` is answered
     from that script, in order; every other call from `steps`. `key` defaults to the request's session id; a test
-    may set it once the ids it needs exist (for example, to the tool call that spawned the session)."""
+    may set it once the ids it needs exist (for example, to the tool call that spawned the session).
+
+    `window`, when given, is the context window the adapter states for every model (None: it does not know),
+    through the optional `context_window` method of the adapter protocol; `windows` states one per model."""
 
     def __init__(
         self,
@@ -57,7 +60,11 @@ class ScriptedAdapter:
         *,
         scripts: Mapping[str, Sequence[Step]] | None = None,
         key: Callable[[LlmRequest], str | None] | None = None,
+        window: int | None = None,
+        windows: Mapping[str, int] | None = None,
     ) -> None:
+        self.window = window
+        self.windows = dict(windows or {})
         self.steps = list(steps)
         self.scripts = {name: list(script) for name, script in (scripts or {}).items()}
         self.key: Callable[[LlmRequest], str | None] = key or (lambda request: request.session_id)
@@ -67,6 +74,9 @@ class ScriptedAdapter:
         """How many scripted answers are left, by script (`""` for `steps`); all zero once a test consumed them."""
         left = {"": len(self.steps)} | {name: len(script) for name, script in self.scripts.items()}
         return {name: count for name, count in left.items() if count}
+
+    def context_window(self, provider: str, model: str) -> int | None:
+        return self.windows.get(model, self.window)
 
     async def stream(self, request: LlmRequest) -> AsyncIterator[StreamChunk]:
         self.requests.append(request)

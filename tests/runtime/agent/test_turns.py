@@ -54,6 +54,7 @@ async def test_a_text_turn_logs_the_spec_event_order(tmp_path: Path) -> None:
         "step/start",
         "user/message",
         "request/header",
+        "request/context",
         *chunks,
         "assistant/message",
         "step/end",
@@ -81,6 +82,7 @@ async def test_a_tool_round_trip_feeds_the_result_back(tmp_path: Path) -> None:
         "step/start",
         "user/message",
         "request/header",
+        "request/context",
         "assistant/message",
         "tool/call",
         "tool/result",
@@ -218,8 +220,15 @@ async def test_the_runtime_context_snapshot_follows_the_prompt_and_is_logged_onl
         store = ctx.get(STORE)
         types = event_types(store, agent.id)
         users = [e.data for e in store.events(agent.id, types=("user/message",))]
-    first = types[: types.index("request/header") + 1]
-    assert first == ["turn/start", "step/start", "user/message", "user/message", "request/header"]
+    first = types[: types.index("request/context") + 1]
+    assert first == [
+        "turn/start",
+        "step/start",
+        "user/message",
+        "user/message",
+        "request/header",
+        "request/context",
+    ]
     snapshots = [u for u in users if '"form":"snapshot"' in u]
     assert len(snapshots) == 2
     assert "it is noon" in snapshots[0]
