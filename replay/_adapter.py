@@ -12,6 +12,9 @@ Within a bound log, a call is served the first unserved entry recorded at its ke
 key (an auxiliary call) is served the next unserved entry in recorded order, as the original served every call.
 Every `ReplayMismatch` is raised inside the call's stream (where `LlmRuntime` turns it into `finish{error}`, as for
 any adapter failure) and kept: `assert_consumed()` raises the first one, then checks every entry was served.
+
+The adapter states the context window the recording's `request/context` stated for a route (`context_window`), so a
+replay logs the `request/context` the recording logged.
 """
 
 from __future__ import annotations
@@ -193,6 +196,10 @@ class ReplayAdapter:
         return log, log.script.entries[index]
 
     # ------------------------------------------------------------ serving
+
+    def context_window(self, provider: str, model: str) -> int | None:
+        """The window the recording's `request/context` stated for (`provider`, `model`); None when it stated none."""
+        return self.recording.context_window(provider, model)
 
     async def stream(self, request: LlmRequest) -> AsyncIterator[StreamChunk]:
         """The recorded chunks of `request.call` in `request.session_id`'s log; then the override's ending, if any."""

@@ -43,6 +43,14 @@ class Recording:
             seen.update(dict.fromkeys(script.providers))
         return tuple(seen)
 
+    def context_window(self, provider: str, model: str) -> int | None:
+        """The context window the recording's `request/context` stated for (`provider`, `model`): the primary log's
+        last one, else the first child log's that names the route; None when no log stated one."""
+        for script in self.scripts:
+            if (provider, model) in script.windows:
+                return script.windows[(provider, model)]
+        return None
+
 
 def _recording(root: RecordedLog, children: Sequence[RecordedLog], overrides: Overrides | None) -> Recording:
     ordered = sorted(children, key=lambda log: (log.info.created_at, log.info.id))

@@ -20,8 +20,8 @@ Derivation (spec/session-and-replay.md §3.2, keyed as ARCHITECTURE.md's Replay 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 import msgspec
@@ -130,12 +130,14 @@ class ScriptEntry:
 
 @dataclass(frozen=True, slots=True)
 class Script:
-    """The script of one recorded log: its entries in recorded order, and the provider ids its request headers
-    name (in order of first appearance)."""
+    """The script of one recorded log: its entries in recorded order, the provider ids its request headers name (in
+    order of first appearance), and the context window its last `request/context` for each (provider, model) stated
+    (None: it logged none for that route)."""
 
     log: LogInfo
     entries: tuple[ScriptEntry, ...]
     providers: tuple[str, ...]
+    windows: Mapping[tuple[str, str], int | None] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,6 +185,12 @@ class _HeaderData(msgspec.Struct, frozen=True):
     header: _Epoch
 
 
+class _ContextData(msgspec.Struct, frozen=True, rename="camel"):
+    provider: str
+    model: str
+    context_window: int | None = None
+
+
 class _SourceKind(msgspec.Struct, frozen=True):
     kind: str
 
@@ -198,6 +206,7 @@ COMPACTION = "compaction"
 _TURN = msgspec.json.Decoder(_Turn)
 _STEP = msgspec.json.Decoder(_Step)
 _HEADER = msgspec.json.Decoder(_HeaderData)
+_CONTEXT = msgspec.json.Decoder(_ContextData)
 _MESSAGE_SOURCE = msgspec.json.Decoder(_MessageSource)
 _USER_MESSAGE = msgspec.json.Decoder(UserMessage)
 
@@ -230,6 +239,7 @@ class _Deriver:
         self.log = log
         self.entries: list[ScriptEntry] = []
         self.providers: dict[str, None] = {}
+        self.windows: dict[tuple[str, str], int | None] = {}
         self.attempts: dict[tuple[int, int], int] = {}
         self.compactions: dict[tuple[int, int], int] = {}
         self.group: tuple[int, int] | None = None
@@ -321,6 +331,11 @@ _BOUNDS = frozenset({"turn/start", "turn/end", "step/start", "step/end"})
 def derive_entries(log: RecordedLog) -> tuple[tuple[ScriptEntry, ...], tuple[str, ...]]:
     """Every model call of the log as recorded, unfinished ones included, and the provider ids its request headers
     name. `derive_script` is this plus overrides and the check that every entry finishes."""
+    walk = _derive(log)
+    return tuple(walk.entries), tuple(walk.providers)
+
+
+def _derive(log: RecordedLog) -> _Deriver:
     walk = _Deriver(log)
     seed = log.info.seed_length
     for event, line in log.events():
@@ -337,18 +352,27 @@ def derive_entries(log: RecordedLog) -> tuple[tuple[ScriptEntry, ...], tuple[str
                 raise ScriptError(
                     f"bad request/header (seq {event.seq}): {error}", place=log.place(event, line)
                 ) from None
+        elif kind == "request/context":
+            try:
+                context = _CONTEXT.decode(event.data)
+            except msgspec.DecodeError as error:
+                raise ScriptError(
+                    f"bad request/context (seq {event.seq}): {error}", place=log.place(event, line)
+                ) from None
+            walk.windows[(context.provider, context.model)] = context.context_window
         elif kind == "compaction/summary" and event.seq >= seed:
             walk.summary(event.data, log.place(event, line), event.seq)
         elif kind == "compaction/end" and event.seq >= seed:
             walk.summary(event.data, log.place(event, line), event.seq, end=True)
     walk.close()
-    return tuple(walk.entries), tuple(walk.providers)
+    return walk
 
 
 def derive_script(log: RecordedLog, overrides: Overrides | None = None) -> Script:
     """The log's script with `overrides` applied. A call whose stream has no finish and no override covering it
     raises `ScriptError` naming its key and where it was recorded; so does a bad chunk."""
-    entries, providers = derive_entries(log)
+    walk = _derive(log)
+    entries, providers = tuple(walk.entries), tuple(walk.providers)
     if overrides is not None:
         entries = overrides.apply(entries, log.info)
     for entry in entries:
@@ -361,7 +385,7 @@ def derive_script(log: RecordedLog, overrides: Overrides | None = None) -> Scrip
                 place=entry.place,
                 call=entry.call,
             )
-    return Script(log.info, entries, providers)
+    return Script(log.info, entries, providers, walk.windows)
 
 
 def recorded_turns(log: RecordedLog) -> tuple[RecordedTurn, ...]:

@@ -418,3 +418,27 @@ def test_any_derived_script_is_served_back_chunk_for_chunk(turns: list[list[list
 
     assert anyio.run(replay_all) == [chunks for _, chunks in recorded]
     adapter.assert_consumed()
+
+
+def test_the_adapter_states_the_window_the_recording_logged_for_a_route() -> None:
+    recording = load_recording(HARNESS / "compaction-recovery")
+    adapter = ReplayAdapter(recording, sessions=Sessions())
+    llm = LlmRuntime()
+    llm.register(PROVIDER, adapter)
+    assert llm.context_window(PROVIDER, "deepseek-v4-flash") == 128_000
+    assert llm.context_window(PROVIDER, "another-model") is None
+    # a recording whose request/context states no window (the original's usual record) answers None
+    assert (
+        ReplayAdapter(load_recording(HARNESS / "text-turn"), sessions=Sessions()).context_window(
+            PROVIDER, "deepseek-v4-flash"
+        )
+        is None
+    )
+
+
+def test_the_last_recorded_context_of_a_route_wins(tmp_path: Path) -> None:
+    log = LogBuilder().turn(1, [text_call("a")])
+    log.add("request/context", {"provider": PROVIDER, "model": "m", "contextWindow": 64_000})
+    log.add("request/context", {"provider": PROVIDER, "model": "m", "contextWindow": 32_000})
+    recording = load_recording(log.write(tmp_path / "s.jsonl"))
+    assert recording.context_window(PROVIDER, "m") == 32_000
