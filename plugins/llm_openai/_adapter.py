@@ -62,6 +62,10 @@ class OpenAICompatibleAdapter:
             pool=route.connect_timeout,
         )
 
+    def context_window(self, provider: str, model: str) -> int | None:
+        """The route's configured window of `model` (`context_windows`, else `context_window`; None: unknown)."""
+        return self.route.window(model)
+
     def _api_key(self) -> str | None:
         name = self.route.api_key_env
         if name is None:

@@ -74,6 +74,22 @@ def test_configured_routes_register_and_unloading_removes_them() -> None:
             {"providers": [{"id": "a", "base_url": "http://x"}, {"id": "a", "base_url": "http://y"}]},
             'provider id "a" is configured twice',
         ),
+        (
+            {"providers": [{"id": "a", "base_url": "http://x", "context_window": 0}]},
+            "context_window must be a positive number of tokens, got 0",
+        ),
+        (
+            {"providers": [{"id": "a", "base_url": "http://x", "context_windows": {"m": -1}}]},
+            "context_windows.m must be a positive number of tokens",
+        ),
+        (
+            {
+                "providers": [
+                    {"id": "a", "base_url": "http://x", "models": ["m"], "context_windows": {"n": 8192}}
+                ]
+            },
+            "context_windows names models the route does not serve: n; models: m",
+        ),
     ],
 )
 def test_bad_config_is_refused_naming_the_plugin_and_the_problem(config: object, message: str) -> None:
@@ -91,6 +107,39 @@ def test_the_plugin_needs_the_llm_service() -> None:
 
 def test_config_defaults() -> None:
     assert Config().providers == (DEEPSEEK,)
+
+
+def test_routes_state_their_models_context_windows_through_the_runtime() -> None:
+    ctx = loaded_context()
+    ctx.plugin(
+        openai_plugin,
+        {
+            "providers": [
+                {"id": "deepseek-official", "base_url": "https://api.deepseek.com", "context_window": 128000},
+                {
+                    "id": "local",
+                    "base_url": "http://127.0.0.1:8000/v1",
+                    "models": ["small", "big"],
+                    "context_window": 32768,
+                    "context_windows": {"big": 131072},
+                },
+                {"id": "bare", "base_url": "http://127.0.0.1:8080/v1"},
+            ]
+        },
+    )
+    llm = ctx.get(LLM)
+    assert llm.context_window("deepseek-official", "deepseek-v4-flash") == 128000
+    assert llm.context_window("local", "small") == 32768
+    assert llm.context_window("local", "big") == 131072
+    assert llm.context_window("bare", "anything") is None
+
+
+def test_the_deepseek_route_states_deepseeks_windows() -> None:
+    assert {model: DEEPSEEK.window(model) for model in DEEPSEEK.models} == {
+        "deepseek-v4-flash": 128000,
+        "deepseek-chat": 128000,
+        "deepseek-reasoner": 128000,
+    }
 
 
 @pytest.mark.anyio
