@@ -8,7 +8,7 @@ import msgspec
 __all__ = ["DEFAULT_CONTEXT_WINDOW", "DEFAULT_INSTRUCTIONS", "Config"]
 
 DEFAULT_CONTEXT_WINDOW = 128_000
-"""Tokens; DeepSeek V4's window (the original logged `contextWindow: 128000` for it)."""
+"""Tokens; the fallback when the log states no window (DeepSeek V4's: the original logged `contextWindow: 128000`)."""
 
 DEFAULT_INSTRUCTIONS = (
     "Condense the conversation transcript below into a checkpoint the agent will continue from, in place of the "
@@ -67,8 +67,11 @@ class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tr
         if not self.summary_instructions.strip():
             raise ValueError("summary_instructions must not be empty")
 
-    def window(self, model: str | None) -> int:
-        """The context window of `model`: its `context_windows` entry, else `context_window`."""
+    def window(self, model: str | None, logged: int | None = None) -> int:
+        """The context window of `model`: its `context_windows` entry (an override), else `logged` (the window the
+        session's `request/context` stated for it), else `context_window` (the fallback)."""
         if model is not None and model in self.context_windows:
             return self.context_windows[model]
+        if logged is not None:
+            return logged
         return self.context_window

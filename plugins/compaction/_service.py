@@ -152,13 +152,14 @@ class Compaction:
 
     # ------------------------------------------------------------------ measuring
 
-    def window(self, model: str | None) -> int:
-        """The context window of `model` (config `context_windows`, else `context_window`)."""
-        return self.config.window(model)
+    def window(self, model: str | None, agent: Agent | None = None) -> int:
+        """The context window of `model`: config `context_windows[model]`, else the window the last
+        `request/context` of `agent`'s session stated for `model` (its route's), else config `context_window`."""
+        return self.config.window(model, _logged_window(agent, model))
 
-    def limit(self, model: str | None) -> int:
+    def limit(self, model: str | None, agent: Agent | None = None) -> int:
         """The estimate past which compaction runs before a step: `threshold_ratio` of the window."""
-        return math.floor(self.window(model) * self.config.threshold_ratio)
+        return math.floor(self.window(model, agent) * self.config.threshold_ratio)
 
     def calibration(self, agent: Agent) -> Calibration | None:
         """The agent's calibration: from its newest response that reported usage (None: none yet)."""
@@ -217,7 +218,7 @@ class Compaction:
             if pruned:
                 nodes = self.nodes(agent)
         _, model = self._route(agent)
-        if not force and self.estimate(agent, system=system, tools=tools) <= self.limit(model):
+        if not force and self.estimate(agent, system=system, tools=tools) <= self.limit(model, agent):
             return CompactionOutcome(before, sum(node.tokens for node in nodes), pruned)
         compaction_id, summarised, failure = await self._summarise(agent, state, turn, step, nodes[:cut])
         after = sum(node.tokens for node in self.nodes(agent))
@@ -367,7 +368,7 @@ class Compaction:
         state.calls[(turn, step)] = attempt
         ratio = state.calibration.ratio if state.calibration is not None else 1.0
         overhead = self.meter.text(config.summary_instructions) + 2 * self.meter.message_tokens + 16
-        budget = math.floor(self.window(model) * config.threshold_ratio) - max_tokens - overhead
+        budget = math.floor(self.window(model, agent) * config.threshold_ratio) - max_tokens - overhead
         text = transcript(
             [node.message for node in shadowed if node.tokens],
             block_chars=config.transcript_block_chars,
@@ -411,7 +412,7 @@ class Compaction:
         if state.failed_turn == pre.turn:
             return gate
         _, model = self._route(agent)
-        if self.estimate(agent, system=pre.system, tools=pre.tools) <= self.limit(model):
+        if self.estimate(agent, system=pre.system, tools=pre.tools) <= self.limit(model, agent):
             return gate
         outcome = await self.compact(agent, turn=pre.turn, step=pre.step, system=pre.system, tools=pre.tools)
         if outcome.failure is not None:
@@ -436,7 +437,9 @@ class Compaction:
         _, model = self._route(agent)
         if self.config.calibrate:
             # the provider refused the request: it held at least the window's tokens
-            floor = Calibration(self.window(model), self.raw_estimate(agent, system=system, tools=tools))
+            floor = Calibration(
+                self.window(model, agent), self.raw_estimate(agent, system=system, tools=tools)
+            )
             if state.calibration is None or floor.ratio > state.calibration.ratio:
                 state.calibration = floor
         outcome = await self.compact(
@@ -503,6 +506,15 @@ class Compaction:
             provider if isinstance(provider, str) else None,
             model if isinstance(model, str) else None,
         )
+
+
+def _logged_window(agent: Agent | None, model: str | None) -> int | None:
+    """The window the session's last `request/context` stated, when it names `model` (a context logged for another
+    model says nothing about this one)."""
+    context = None if agent is None else agent.request_context
+    if context is None or model is None or context.model != model:
+        return None
+    return context.context_window
 
 
 def _header_parts(header: Any) -> tuple[str, list[Mapping[str, Any]]]:

@@ -68,10 +68,10 @@ class MeteredModel:
 
 class MeteredScript(ScriptedAdapter):
     """A `ScriptedAdapter` whose usage chunks report `factor` times the meter's estimate of the request (a tenth of
-    it as cache reads, to check that both count as sent)."""
+    it as cache reads, to check that both count as sent). `window` is the context window it states (None: unknown)."""
 
-    def __init__(self, steps: Sequence[Step] = (), *, factor: int = 1) -> None:
-        super().__init__(steps)
+    def __init__(self, steps: Sequence[Step] = (), *, factor: int = 1, window: int | None = None) -> None:
+        super().__init__(steps, window=window)
         self.factor = factor
         self.sent: list[int] = []
 
