@@ -68,27 +68,33 @@ def _prompt(blocks: tuple[UserBlock, ...], cwd: str) -> tuple[UserBlock, ...]:
     )
 
 
-def _resumed_turns(log_path: Path) -> set[int]:
-    """The turns before which the recording was closed and resumed: a `session/end-seed` after a `turn/end`."""
-    resumed: set[int] = set()
-    last_turn = 0
-    seen_end = False
-    for event, _ in read_log(log_path).events():
+@dataclass(frozen=True)
+class _Recorded:
+    """What the driver takes from a recording besides its script, read in one walk: each turn's user input, the
+    provider and model of its first request header, and the turns before which it was closed and resumed (a
+    `session/end-seed` after a `turn/end`)."""
+
+    turns: list[tuple[int, tuple[UserBlock, ...]]]
+    provider: str | None
+    model: str | None
+    resumes: set[int]
+
+
+def _recorded(log_path: Path) -> _Recorded:
+    log = read_log(log_path)
+    provider = model = None
+    resumes: set[int] = set()
+    last_turn, header_seen, ended = 0, False, False
+    for event, _ in log.events():
         if event.type == "turn/end":
-            last_turn = msgspec.json.decode(event.data)["turn"]
-            seen_end = True
-        elif event.type == "session/end-seed" and seen_end:
-            resumed.add(last_turn + 1)
-    return resumed
-
-
-def _header_model(log_path: Path) -> tuple[str | None, str | None]:
-    """The provider and model of the recording's first request header."""
-    for event, _ in read_log(log_path).events():
-        if event.type == "request/header":
+            last_turn, ended = msgspec.json.decode(event.data)["turn"], True
+        elif event.type == "session/end-seed" and ended:
+            resumes.add(last_turn + 1)
+        elif event.type == "request/header" and not header_seen:
             config = msgspec.json.decode(event.data).get("header", {}).get("config", {})
-            return config.get("provider"), config.get("model")
-    return None, None
+            provider, model, header_seen = config.get("provider"), config.get("model"), True
+    turns = [(t.turn, tuple(block for m in t.inputs for block in m.content)) for t in recorded_turns(log)]
+    return _Recorded(turns, provider, model, resumes)
 
 
 @contextmanager
@@ -138,7 +144,9 @@ async def _drive(
     if echo is not None:
         ctx.on(EVENT, TerminalView(echo).on_event)
     try:
-        provider, model = _header_model(scenario.log) if recording is not None else (None, None)
+        recorded = _recorded(scenario.log) if recording is not None else None
+        provider = recorded.provider if recorded is not None else None
+        model = recorded.model if recorded is not None else None
         options = AgentOptions(
             provider=scenario.doc.provider or provider or deployment.provider or "scripted",
             model=scenario.doc.model or model or deployment.model or "scripted",
@@ -147,14 +155,13 @@ async def _drive(
         turns: list[tuple[int, tuple[UserBlock, ...]]]
         if scenario.doc.inputs is not None:
             turns = [(number, (TextBlock(text),)) for number, text in enumerate(scenario.doc.inputs, 1)]
+        elif recorded is not None:
+            turns = recorded.turns
         else:
-            recorded = recorded_turns(read_log(scenario.log))
-            turns = [
-                (turn.turn, tuple(block for m in turn.inputs for block in m.content)) for turn in recorded
-            ]
+            raise ScriptError("no inputs: list them under `inputs:` in scenario.yml", place=str(scenario.log))
         resumes = set(scenario.doc.resume_before)
-        if recording is not None and not scenario.doc.resume_before:
-            resumes = _resumed_turns(scenario.log)
+        if recorded is not None and not scenario.doc.resume_before:
+            resumes = recorded.resumes
         agents = ctx.get(AGENTS)
         async with AsyncExitStack() as stack:
             agent = await stack.enter_async_context(agents.create(options))
@@ -248,15 +255,16 @@ async def rerun(
         skeleton((event for event, _ in log.events()), seed=log.info.seed_length) for log in recorded_logs
     ]
     divergence = problem
-    for index in range(max(len(recorded), len(replayed))):
-        if divergence is not None:
-            break
-        mine = recorded[index] if index < len(recorded) else []
-        theirs = replayed[index] if index < len(replayed) else []
-        found = first_divergence(mine, theirs)
-        if found is not None:
-            which = "the primary session" if index == 0 else f"child session {index}"
-            divergence = f"{which}: {found}"
+    if divergence is None:
+        for index in range(max(len(recorded), len(replayed))):
+            found = first_divergence(
+                recorded[index] if index < len(recorded) else [],
+                replayed[index] if index < len(replayed) else [],
+            )
+            if found is not None:
+                which = "the primary session" if index == 0 else f"child session {index}"
+                divergence = f"{which}: {found}"
+                break
     return Rerun(source, recorded, replayed, divergence, logs, view)
 
 

@@ -58,18 +58,12 @@ _RESULT = msgspec.json.Decoder(_Result)
 _TURN_END = msgspec.json.Decoder(_TurnEnd)
 
 
-class TurnFailure(msgspec.Struct, frozen=True):
-    message: str
-    code: str
-
-
 class TerminalView:
-    """Prints to `out` what the user should see of a turn; the last turn's failure is kept in `failure`."""
+    """Prints to `out` what the user should see of a turn."""
 
     def __init__(self, out: Console, *, show_reasoning: bool = True) -> None:
         self.out = out
         self.show_reasoning = show_reasoning
-        self.failure: TurnFailure | None = None
         self._mode: str | None = None  # "text" | "reasoning" while a block streams
 
     async def on_event(self, event: AgentEvent) -> None:
@@ -128,12 +122,8 @@ class TerminalView:
         self._end_block()
         reason = end.reason
         if reason.kind == "error" and reason.error is not None:
-            self.failure = TurnFailure(
-                str(reason.error.get("message", "")), str(reason.error.get("code", ""))
-            )
-            self._line(
-                f"[bold red]turn {end.turn} failed:[/] {escape(self.failure.message)} [{self.failure.code}]"
-            )
+            message, code = str(reason.error.get("message", "")), str(reason.error.get("code", ""))
+            self._line(f"[bold red]turn {end.turn} failed:[/] {escape(message)} {escape(f'[{code}]')}")
         elif reason.kind == "aborted":
             self._line(f"[yellow]turn {end.turn} aborted[/]")
         elif reason.kind in ("max-tokens", "blocked"):
