@@ -5,9 +5,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import anyio
 import pytest
 
-from plugins.tool_fs import INVALID_PATTERN
+from plugins.tool_fs import INVALID_PATTERN, UNSUPPORTED_PATTERN
 
 from .harness import Fs, load
 
@@ -83,3 +84,44 @@ async def test_a_bad_pattern_is_refused(fs: Fs) -> None:
     assert result.text.startswith('grep pattern "(unclosed" is not a valid regular expression: missing )')
     bad_include = await fs.call("grep", pattern="x", include="[z-a]")
     assert bad_include.code == INVALID_PATTERN
+
+
+async def test_a_catastrophic_backtracking_pattern_returns_at_once(fs: Fs) -> None:
+    # `(a+)+$` against 40 `a`s and a `!` takes a backtracking engine ~2^40 steps; RE2 answers in linear time.
+    fs.write("bomb.txt", "a" * 40 + "!")
+    with anyio.fail_after(5):
+        result = await fs.call("grep", pattern=r"(a+)+$")
+    assert result.text == "No files found"
+    fs.write("hit.txt", "a" * 40)
+    assert (await fs.call("grep", pattern=r"(a+)+$")).meta == {"matches": 1, "truncated": False}
+
+
+@pytest.mark.parametrize("pattern", [r"(\w+) \1", r"foo(?=bar)", r"(?<!x)y", r"(?!a)b"])
+async def test_backreferences_and_lookaround_are_refused_as_unsupported(fs: Fs, pattern: str) -> None:
+    fs.write("a.txt", "foo foo\nfoobar\n")
+    result = await fs.call("grep", pattern=pattern)
+    assert result.is_error
+    assert result.code == UNSUPPORTED_PATTERN
+    assert result.text.startswith(f'grep pattern "{pattern}" is not supported: ')
+    assert "backreferences" in result.text
+    assert "lookaround" in result.text
+
+
+async def test_cancelling_a_long_grep_stops_it_within_a_second(fs: Fs) -> None:
+    # Enough text that the whole search takes seconds (each line also defeats a backtracking engine).
+    line = "a" * 30 + "!\n"
+    for index in range(30):
+        fs.write(f"big/{index:02}.txt", line * 50_000)
+    outcome: list[object] = []
+    async with anyio.create_task_group() as group:
+
+        async def search() -> None:
+            outcome.append(await fs.call("grep", pattern=r"(a+)+$"))
+
+        group.start_soon(search)
+        await anyio.sleep(0.3)
+        cancelled_at = anyio.current_time()
+        group.cancel_scope.cancel()
+    stopped_in = anyio.current_time() - cancelled_at
+    assert outcome == []  # cancelled, not finished
+    assert stopped_in < 1.0, f"grep took {stopped_in:.2f}s to stop after cancellation"
