@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import signal
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import msgspec
@@ -15,7 +15,7 @@ from runtime.kernel import Context, Plugin
 from runtime.prompt import SYSTEM_PROMPT, PromptContext, PromptSection
 from runtime.tools import TOOL_ENV, TOOLS, EnvPolicy, Tool, ToolContext, ToolEnvironment, ToolResult
 
-from .sandbox import Policy, Sandbox, policy_text
+from .sandbox import POLICIES, Policy, Sandbox, policy_text
 from .shell import ShellOutcome, TailBuffer, run_shell
 
 __all__ = ["DESCRIPTION", "SANDBOX_CONTEXT", "SECTION", "BashConfig", "EnvConfig", "format_outcome", "plugin"]
@@ -90,10 +90,17 @@ class BashConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     max_timeout_ms: int = 600_000
     output_cap_bytes: int = 30_000
     env: EnvConfig = EnvConfig()
-    sandbox: Policy = "danger-full-access"
+    sandbox: str = "danger-full-access"
     sandbox_network: bool = False
 
+    @property
+    def policy(self) -> Policy:
+        return cast(Policy, self.sandbox)  # checked in __post_init__
+
     def __post_init__(self) -> None:
+        if self.sandbox not in POLICIES:
+            valid = ", ".join(f'"{policy}"' for policy in POLICIES)
+            raise msgspec.ValidationError(f'`sandbox` is "{self.sandbox}"; the file policies are {valid}')
         for name in ("timeout_ms", "max_timeout_ms", "output_cap_bytes"):
             if getattr(self, name) <= 0:
                 raise msgspec.ValidationError(f"`{name}` must be positive")
@@ -161,10 +168,10 @@ def _make_tool(config: BashConfig, environment: ToolEnvironment, sandbox: Sandbo
 
 def _apply(ctx: Context, config: BashConfig) -> None:
     sandbox = None
-    if config.sandbox != "danger-full-access":
+    if config.policy != "danger-full-access":
         # Checked now, so a deployment that asks for a sandbox it cannot have fails to load instead of running
         # commands unconfined.
-        sandbox = Sandbox.check(config.sandbox, network=config.sandbox_network, plugin=ctx.plugin_id)
+        sandbox = Sandbox.check(config.policy, network=config.sandbox_network, plugin=ctx.plugin_id)
     ctx.get(TOOLS).register(_make_tool(config, ctx.get(TOOL_ENV), sandbox))
     prompt = ctx.get(SYSTEM_PROMPT)
     prompt.section(SECTION)
