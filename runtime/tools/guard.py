@@ -81,20 +81,29 @@ def _exit_like(status: int) -> None:
         resource.setrlimit(
             resource.RLIMIT_CORE, (0, 0)
         )  # the command dumped core, if it did; the supervisor won't
-        signal.signal(number, signal.SIG_DFL)
+        if number not in (signal.SIGKILL, signal.SIGSTOP):  # those two have no handler to reset
+            signal.signal(number, signal.SIG_DFL)
         os.kill(os.getpid(), number)
         sys.exit(128 + number)  # a signal whose default is not to terminate: report it as a shell would
     sys.exit(os.waitstatus_to_exitcode(status))
 
 
 def main(args: list[str]) -> None:
-    parent, separator, *command = args
+    parent_arg, separator, *command = args
     if separator != _SEPARATOR or not command:
         sys.exit("usage: guard.py PARENT_PID -- COMMAND [ARG...]")
-    signal.signal(signal.SIGTERM, _kill_everything)
+    parent = int(parent_arg)
+
+    def on_term(*_: object) -> None:
+        # The death signal, or a SIGTERM sent to the whole group (`kill 0` in the command): only the first means
+        # dsh is gone. For the second the command gets its own SIGTERM; the supervisor waits and exits as it does.
+        if os.getppid() != parent:
+            _kill_everything()
+
+    signal.signal(signal.SIGTERM, on_term)
     _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
     _prctl(_PR_SET_CHILD_SUBREAPER, 1)
-    if os.getppid() != int(parent):
+    if os.getppid() != parent:
         _kill_everything()  # dsh died before the death signal was armed
     pid = os.fork()
     if pid == 0:
