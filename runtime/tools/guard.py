@@ -12,11 +12,17 @@ only the standard library, so it starts in a few milliseconds. Off Linux the wra
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import sys
-from pathlib import Path
+
+# The supervisor starts before every command, so it imports next to nothing: os and sys (loaded with the
+# interpreter anyway), ctypes only to call prctl, and the C module `_signal` rather than `signal`, which would pull
+# in enum and functools. contextlib or pathlib would double its start-up time.
+TYPE_CHECKING = False  # not typing's: importing typing alone costs more than the rest of the start-up
+if TYPE_CHECKING:
+    import signal
+else:
+    import _signal as signal
 
 __all__ = ["SUPPORTED", "guarded"]
 
@@ -31,7 +37,7 @@ def guarded(argv: list[str]) -> list[str]:
     """`argv` run under the supervisor, bound to this process: when it dies, everything `argv` started dies."""
     if not SUPPORTED:
         return argv
-    return [sys.executable, "-I", "-S", str(Path(__file__)), str(os.getpid()), _SEPARATOR, *argv]
+    return [sys.executable, "-I", "-S", os.path.abspath(__file__), str(os.getpid()), _SEPARATOR, *argv]
 
 
 def _prctl(option: int, value: int) -> None:
@@ -50,7 +56,8 @@ def _descendants(root: int) -> list[int]:
         if not entry.isdigit():
             continue
         try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
+            with open(f"/proc/{entry}/stat") as file:
+                stat = file.read()
         except OSError:
             continue  # exited while we looked: nothing to kill
         # The command name (field 2) is in parentheses and may hold spaces; the parent pid follows the last ")".
@@ -68,8 +75,10 @@ def _descendants(root: int) -> list[int]:
 def _kill_everything(*_: object) -> None:
     """dsh is gone: kill every descendant, then the process group (this supervisor with it)."""
     for pid in _descendants(os.getpid()):
-        with contextlib.suppress(ProcessLookupError, PermissionError):  # already gone, or no longer ours
+        try:
             os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            continue  # already gone, or no longer ours
     os.killpg(0, signal.SIGKILL)
 
 
