@@ -209,3 +209,42 @@ async def test_a_malformed_redirect_is_invalid_url(server: Counting) -> None:
     result = await fetch(f"http://127.0.0.1:{port(server)}/bad-redirect", allow_private_networks=True)
     assert (result.code, server.hits) == ("INVALID_URL", ["/bad-redirect"])
     assert "redirected to 'http://[::1', which is not a valid URL" in result.text
+
+
+def server_name(hello: bytes) -> str | None:
+    """The SNI host name of a TLS ClientHello record."""
+    at = 5 + 4 + 2 + 32  # record header, handshake header, version, random
+    at += 1 + hello[at]  # session id
+    at += 2 + int.from_bytes(hello[at : at + 2])  # cipher suites
+    at += 1 + hello[at]  # compression methods
+    end = at + 2 + int.from_bytes(hello[at : at + 2])
+    at += 2
+    while at < end:
+        kind, size = int.from_bytes(hello[at : at + 2]), int.from_bytes(hello[at + 2 : at + 4])
+        if kind == 0:  # server_name: list length (2), name type (1), name length (2), name
+            return hello[at + 9 : at + 9 + int.from_bytes(hello[at + 7 : at + 9])].decode()
+        at += 4 + size
+    return None
+
+
+async def test_the_pinned_tls_connection_sends_the_url_host_as_sni(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A server that reads the ClientHello and hangs up: no certificate needed to see what name the client asked for.
+    hellos: list[bytes] = []
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def accept() -> None:
+        connection, _ = listener.accept()
+        with connection:
+            hellos.append(connection.recv(65536))
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    lookups = fake_dns(monkeypatch, {"pinned.test": ["127.0.0.1"]})
+    try:
+        result = await fetch(f"https://pinned.test:{listener.getsockname()[1]}/", allow_private_networks=True)
+    finally:
+        thread.join(5)
+        listener.close()
+    assert result.code == "TRANSPORT"
+    assert lookups == ["pinned.test"]
+    assert [server_name(hello) for hello in hellos] == ["pinned.test"]
