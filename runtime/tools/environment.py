@@ -17,6 +17,7 @@ __all__ = ["CREDENTIAL_PATTERNS", "TOOL_ENV", "EnvPolicy", "ToolEnvironment"]
 CREDENTIAL_PATTERNS: tuple[str, ...] = (
     "*API_KEY*",
     "*APIKEY*",
+    "*_KEY",
     "*_KEY_ID",
     "*ACCESS_KEY*",
     "*PRIVATE_KEY*",

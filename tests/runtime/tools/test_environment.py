@@ -37,6 +37,7 @@ DEFAULT = EnvPolicy()
         "NPM_CONFIG__AUTH",
         "SLACK_BOT_TOKEN_V2",
         "JWT_PRIVATE_KEY",
+        "STRIPE_KEY",
     ],
 )
 def test_credential_looking_names_are_withheld_by_default(name: str) -> None:
