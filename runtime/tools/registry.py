@@ -43,8 +43,12 @@ class DuplicateToolError(ToolError, ValueError):
 
 @dataclass(frozen=True, eq=False)
 class _Entry:
+    """A registered tool: its argument validator and its schema as the model sees it are made once, at
+    registration, from the same parameters (the schema is frozen, so every assembly shares it)."""
+
     tool: Tool
     validator: ArgumentValidator
+    schema: ToolSchema
     scope: Scope | None
 
 
@@ -58,7 +62,12 @@ class ToolRegistry:
         return ToolView(self, ctx)
 
     def _register(self, ctx: Context, tool: Tool) -> Disposer:
-        entry = _Entry(tool, ArgumentValidator(tool.name, tool.parameters), ctx.scope)
+        entry = _Entry(
+            tool,
+            ArgumentValidator(tool.name, tool.parameters),
+            ToolSchema(tool.name, tool.description, dict(tool.parameters)),
+            ctx.scope,
+        )
         layer = self._layers.setdefault(ctx.scope, {})
         if tool.name in layer:
             raise DuplicateToolError(tool=tool.name, scope=ctx.scope.path if ctx.scope else "")
@@ -142,10 +151,9 @@ TOOLS = ServiceKey[ToolView]("tools")
 
 def tool_set(registry: ToolRegistry, home: Context, context: AssembleContext) -> ToolSet:
     """The tools visible to the assembly's scope, as the prompt's tool provider returns them (in name order)."""
-    view = ToolView(registry, context.ctx if context.ctx is not None else home)
-    return ToolSet(
-        schemas=tuple(ToolSchema(t.name, t.description, dict(t.parameters)) for t in view.visible())
-    )
+    scope = context.ctx.scope if context.ctx is not None else home.scope
+    entries = registry._visible(scope)
+    return ToolSet(schemas=tuple(entries[name].schema for name in sorted(entries)))
 
 
 def _apply(ctx: Context, config: NoConfig) -> None:
