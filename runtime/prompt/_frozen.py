@@ -130,32 +130,47 @@ def _rebuild_list(items: list[Any], tool: str) -> _FrozenList:
     return frozen
 
 
-_SCALARS = (str, int, float, bool, type(None))
+class _NotJson(Exception):
+    """Raised inside `_freeze` at the first value that is not JSON-shaped; `path` is filled in as it unwinds (built
+    only on this path, so freezing a good schema builds no path strings)."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.path: list[str] = []
 
 
-def _freeze(value: Any, tool: str, path: str) -> Any:
-    if isinstance(value, _SCALARS):
+def _freeze(value: Any, tool: str) -> Any:
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or kind is float or value is None:
         return value
-    if isinstance(value, Mapping):
+    if kind is dict or isinstance(value, Mapping):
         items: dict[str, Any] = {}
         for key, item in value.items():
-            if not isinstance(key, str):
-                raise ToolSchemaError(
-                    f'tool "{tool}" parameters must be JSON-shaped: the key {key!r} at {path} is '
-                    f"{type(key).__name__}, not str",
-                    tool=tool,
-                    path=path,
-                )
-            items[key] = _freeze(item, tool, f"{path}.{key}")
-        return _rebuild_dict(items, tool)
-    if isinstance(value, list | tuple):
-        return _rebuild_list([_freeze(item, tool, f"{path}[{i}]") for i, item in enumerate(value)], tool)
-    raise ToolSchemaError(
-        f'tool "{tool}" parameters must be JSON-shaped (objects, arrays, strings, numbers, booleans, null): '
-        f"{path} is {type(value).__name__}",
-        tool=tool,
-        path=path,
-    )
+            if type(key) is not str and not isinstance(key, str):
+                raise _NotJson(f"an object key of type {type(key).__name__} ({key!r}), not str")
+            try:
+                items[key] = _freeze(item, tool)
+            except _NotJson as error:
+                error.path.append(f".{key}")
+                raise
+        frozen = _FrozenDict(items)  # dict.__init__ fills it without calling __setitem__
+        frozen._tool = tool
+        return frozen
+    if kind is list or kind is tuple or isinstance(value, list | tuple):
+        entries: list[Any] = []
+        for index, item in enumerate(value):
+            try:
+                entries.append(_freeze(item, tool))
+            except _NotJson as error:
+                error.path.append(f"[{index}]")
+                raise
+        array = _FrozenList(entries)
+        array._tool = tool
+        return array
+    if isinstance(value, str | int | float):  # subclasses (a str enum member): JSON scalars all the same
+        return value
+    raise _NotJson(f"a value of type {type(value).__name__}")
 
 
 def freeze_parameters(parameters: Mapping[str, Any], tool: str) -> dict[str, Any]:
@@ -169,7 +184,16 @@ def freeze_parameters(parameters: Mapping[str, Any], tool: str) -> dict[str, Any
             tool=tool,
             path="$",
         )
-    frozen: _FrozenDict = _freeze(parameters, tool, "$")
+    try:
+        frozen: _FrozenDict = _freeze(parameters, tool)
+    except _NotJson as error:
+        path = "$" + "".join(reversed(error.path))
+        raise ToolSchemaError(
+            f'tool "{tool}" parameters must be JSON-shaped (objects, arrays, strings, numbers, booleans, null): '
+            f"at {path}, {error.problem}",
+            tool=tool,
+            path=path,
+        ) from None
     return frozen
 
 

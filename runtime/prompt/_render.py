@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 from runtime.kernel.errors import PromptRenderError
 
-from ._types import PromptAssembly
+from ._types import AssembledText, PromptAssembly
 
 __all__ = [
     "CONTEXT_SNAPSHOT_HEADER",
@@ -130,31 +130,49 @@ def _interpolate(text: str, variables: Mapping[str, str | None], *, name: str, k
     return "".join(parts)
 
 
-def render_prompt(assembly: PromptAssembly) -> str:
-    """The system prompt: each section interpolated on its own, empty results dropped, joined by a blank line."""
-    variables = assembly.variables
+_Rendered = tuple[tuple[AssembledText, ...], dict[str, str | None], tuple[str, ...]]
+"""One successful render: the texts (an immutable tuple of frozen `AssembledText`s), a copy of the variables, and
+what they rendered to (empty results already dropped)."""
+
+_LAST: dict[str, _Rendered] = {}
+"""The last successful render of each kind (section, context), replaced whole (one reference swap, so a reader in
+another thread never pairs one render's input with another's output).
+
+A render is a pure function of its texts and variables, and the agent loop renders the same prompt step after step,
+so an equal input returns the last output instead of interpolating every section again. Equal, not only identical:
+the tuple compares the `AssembledText`s by identity first, then by name and text, and the variables by value, so a
+listener's edit, a new value or another agent's prompt is simply a miss. Failures are never kept."""
+
+
+def _render_all(entries: list[AssembledText], variables: dict[str, str | None], kind: str) -> list[str]:
+    """Each text interpolated on its own, empty results dropped (a fresh list)."""
+    texts = tuple(entries)
+    last = _LAST.get(kind)
+    if last is not None and texts == last[0] and variables == last[1]:
+        return list(last[2])
     rendered: list[str] = []
-    for section in assembly.sections:
-        text = section.text
+    for entry in texts:
+        text = entry.text
         if type(text) is not str or "{{" in text:  # the common static text skips the call
-            text = _interpolate(text, variables, name=section.name, kind="section")
+            text = _interpolate(text, variables, name=entry.name, kind=kind)
         if text:
             rendered.append(text)
-    return "\n\n".join(rendered)
+    if all(type(entry) is AssembledText for entry in texts):  # frozen, so the key cannot change later
+        _LAST[kind] = (texts, dict(variables), tuple(rendered))
+    return rendered
+
+
+def render_prompt(assembly: PromptAssembly) -> str:
+    """The system prompt: each section interpolated on its own, empty results dropped, joined by a blank line."""
+    return "\n\n".join(_render_all(assembly.sections, assembly.variables, "section"))
 
 
 def render_context_sections(assembly: PromptAssembly) -> list[str]:
     """Each runtime context interpolated with the same strict rules (errors say `context "<name>"`); empty ones
     dropped."""
-    variables = assembly.variables
-    rendered: list[str] = []
-    for context in assembly.contexts:
-        text = context.text
-        if type(text) is not str or "{{" in text:
-            text = _interpolate(text, variables, name=context.name, kind="context")
-        if text:
-            rendered.append(text)
-    return rendered
+    if not assembly.contexts:
+        return []
+    return _render_all(assembly.contexts, assembly.variables, "context")
 
 
 def render_context_snapshot(assembly: PromptAssembly) -> str:

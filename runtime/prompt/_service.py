@@ -118,7 +118,7 @@ class _Variable:
     call: Callable[[AssembleContext], str | None]
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False)
 class _Plan:
     """What an assembly for one scope reads from the registries, merged and ordered: the spec's steps 1, 3 and 5 and
     the complete-section check, which depend on the registrations only. Every provider is still called on every
@@ -133,6 +133,9 @@ class _Plan:
     complete_index: int | None  # the one complete section's place in `sections`
     contexts: tuple[_Text, ...]  # () when suppressed: no context provider is called
     static_contexts: tuple[AssembledText, ...] | None
+    # The last tool sets the providers returned and their ordering (see `_ordered_tools`); the only field an
+    # assembly writes, and dropped with the plan.
+    tools: tuple[tuple[ToolSet, ...], tuple[ToolSchema, ...]] | None = None
 
 
 _PLANS = 256
@@ -362,9 +365,10 @@ class SystemPrompt:
         suppression rules. Pure: it calls providers and listeners and nothing else."""
         context = AssembleContext() if context is None else context
         registry = self._registry
+        scope = None if context.ctx is None else context.ctx.scope
         # Merged and ordered once per registry state; a provider registered during this assembly is first
         # consulted by the next one.
-        plan = registry.plan(context.scope)
+        plan = registry.plans.get(scope) or registry.plan(scope)
 
         variables: dict[str, str | None] = {}
         for name, call in plan.variables:
@@ -380,9 +384,7 @@ class SystemPrompt:
                 )
             variables[name] = value
 
-        # The schemas are immutable values (frozen parameters), shared with the providers and every assembly.
-        schemas: list[ToolSchema] = []
-        known: list[str] = []  # names declared beyond the schemas' own (order_tools reads those itself)
+        tool_sets: list[ToolSet] = []
         for entry in plan.tool_providers:
             try:
                 tool_set = entry.call(context)
@@ -395,17 +397,7 @@ class SystemPrompt:
                     kind="tools",
                     name=entry.label,
                 )
-            for schema in tool_set.schemas:
-                if type(schema) is not ToolSchema and not isinstance(schema, ToolSchema):
-                    raise ProviderResultError(
-                        f"a tool provider ({entry.label}) returned a {type(schema).__name__} among its schemas, "
-                        "not a ToolSchema",
-                        kind="tools",
-                        name=entry.label,
-                    )
-            schemas.extend(tool_set.schemas)
-            if tool_set.known_names is not None:
-                known.extend(tool_set.known_names)
+            tool_sets.append(tool_set)
 
         if len(plan.complete_names) > 1:
             quoted = ", ".join(_json_quote(name) for name in plan.complete_names)
@@ -423,10 +415,8 @@ class SystemPrompt:
         else:
             runtime_contexts = _resolve_all(plan.contexts, context)
 
-        tools = order_tools(schemas, known, registry.tool_order)
-        assembly = PromptAssembly(
-            sections=resolved, contexts=runtime_contexts, tools=tools, variables=variables
-        )
+        tools = _ordered_tools(plan, tool_sets, registry.tool_order)
+        assembly = PromptAssembly(resolved, runtime_contexts, tools, variables)
 
         via = context.ctx if context.ctx is not None else registry.home
         result = await via.waterfall(ASSEMBLE, assembly, context)
@@ -567,6 +557,47 @@ def _resolve_all(texts: tuple[_Text, ...], context: AssembleContext) -> list[Ass
             )
         resolved.append(AssembledText(text.name, value))
     return resolved
+
+
+def _ordered_tools(
+    plan: _Plan, tool_sets: list[ToolSet], tool_order: tuple[str, ...] | None
+) -> list[ToolSchema]:
+    """The providers' schemas, checked and ordered (spec §1.5 step 9), in a fresh list. Schemas are immutable
+    values, shared with the providers and every assembly. When every provider returned the very tuples it returned
+    last time (tuples of frozen schemas cannot have changed), the last ordering is reused."""
+    last = plan.tools
+    if last is not None and len(last[0]) == len(tool_sets):
+        before, index = last[0], 0
+        for now in tool_sets:
+            old = before[index]
+            if old.schemas is not now.schemas or old.known_names is not now.known_names:
+                break
+            index += 1
+        else:
+            return list(last[1])
+    schemas: list[ToolSchema] = []
+    known: list[str] = []  # names declared beyond the schemas' own (order_tools reads those itself)
+    reusable = True
+    for entry, tool_set in zip(plan.tool_providers, tool_sets, strict=True):
+        for schema in tool_set.schemas:
+            if type(schema) is not ToolSchema and not isinstance(schema, ToolSchema):
+                raise ProviderResultError(
+                    f"a tool provider ({entry.label}) returned a {type(schema).__name__} among its schemas, "
+                    "not a ToolSchema",
+                    kind="tools",
+                    name=entry.label,
+                )
+        schemas.extend(tool_set.schemas)
+        if tool_set.known_names is not None:
+            known.extend(tool_set.known_names)
+        # only tuples are known not to change in place (a list in a ToolSet could)
+        reusable = (
+            reusable and type(tool_set.schemas) is tuple and type(tool_set.known_names) in (tuple, type(None))
+        )
+    ordered = order_tools(schemas, known, tool_order)
+    if reusable:
+        plan.tools = (tuple(tool_sets), tuple(ordered))
+    return ordered
 
 
 def _order(named: _Named) -> float:

@@ -325,3 +325,73 @@ def test_the_renderer_agrees_with_the_spec_scan_on_results_and_errors(
             )
         else:
             assert actual == expected
+
+
+# -- reuse of the last render --------------------------------------------------------------------------------
+
+
+def _reference(sections: list[AssembledText], variables: dict[str, str | None]) -> str:
+    rendered = [interpolate(s.text, variables, section=s.name) for s in sections]
+    return "\n\n".join(text for text in rendered if text)
+
+
+def test_an_equal_input_renders_the_same_and_any_change_is_seen() -> None:
+    sections = [AssembledText("a", "on {{model}}"), AssembledText("b", "static"), AssembledText("c", "")]
+    assembly = PromptAssembly(sections=list(sections), variables={"model": "m1"})
+    assert render_prompt(assembly) == "on m1\n\nstatic"
+    assert render_prompt(assembly) == "on m1\n\nstatic"
+    assembly.variables["model"] = "m2"  # the caller may change the assembly it rendered
+    assert render_prompt(assembly) == "on m2\n\nstatic"
+    assembly.sections[1] = AssembledText("b", "edited")
+    assert render_prompt(assembly) == "on m2\n\nedited"
+    copies = [AssembledText(s.name, s.text) for s in assembly.sections]  # equal, not identical
+    assert render_prompt(PromptAssembly(sections=copies, variables={"model": "m2"})) == "on m2\n\nedited"
+    assembly.sections.pop()
+    assembly.sections.append(AssembledText("c", "last"))
+    assert render_prompt(assembly) == "on m2\n\nedited\n\nlast"
+
+
+def test_a_failed_render_is_never_reused() -> None:
+    assembly = PromptAssembly(sections=[AssembledText("a", "on {{model}}")], variables={"model": None})
+    for _ in range(2):
+        with pytest.raises(PromptRenderError, match="has no value"):
+            render_prompt(assembly)
+    assembly.variables["model"] = "m"
+    assert render_prompt(assembly) == "on m"
+    assembly.variables["model"] = None
+    with pytest.raises(PromptRenderError, match="has no value"):
+        render_prompt(assembly)
+
+
+def test_prompt_and_context_renders_do_not_share_their_last_result() -> None:
+    texts = [AssembledText("x", "{{model}}")]
+    assembly = PromptAssembly(sections=list(texts), contexts=list(texts), variables={"model": "m"})
+    assert render_prompt(assembly) == "m"
+    assert render_context_sections(assembly) == ["m"]
+    assembly.contexts = [AssembledText("x", "{{cwd}}")]
+    with pytest.raises(PromptRenderError, match='in context "x"'):
+        render_context_sections(assembly)
+
+
+@given(
+    steps=st.lists(
+        st.tuples(
+            st.lists(
+                st.sampled_from(["", "static", "on {{model}}", "{{model}} in {{cwd}}", "{{cwd}}"]), max_size=4
+            ),
+            st.sampled_from(["a", "b"]),
+            st.sampled_from(["/w", "/x"]),
+        ),
+        max_size=8,
+    )
+)
+def test_a_run_of_renders_always_agrees_with_rendering_afresh(
+    steps: list[tuple[list[str], str, str]],
+) -> None:
+    for texts, model, cwd in steps:
+        sections = [AssembledText(f"s{i}", text) for i, text in enumerate(texts)]
+        variables: dict[str, str | None] = {"model": model, "cwd": cwd}
+        assembly = PromptAssembly(sections=sections, contexts=list(sections), variables=variables)
+        assert render_prompt(assembly) == _reference(sections, variables)
+        expected = [text for text in _reference(sections, variables).split("\n\n") if text]
+        assert render_context_sections(assembly) == expected
