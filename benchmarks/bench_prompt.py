@@ -14,6 +14,8 @@ The bare join of the finished strings is printed beside them, as the floor no as
 
 from __future__ import annotations
 
+import functools
+import itertools
 import re
 import time
 from collections.abc import Callable
@@ -90,7 +92,8 @@ class _Agent:
     log: list[object]
 
 
-def _deployment() -> Context:
+def _deployment(*, varying: bool = False) -> Context:
+    """The measured deployment; `varying` makes `{{date}}` differ on every assembly, so no render is reused."""
     ctx = Context()
     ctx.plugin(plugin, {"persona": PERSONA})
     schemas = tuple(_schema(name) for name in TOOL_NAMES)
@@ -100,7 +103,7 @@ def _deployment() -> Context:
         for name, order, text in GUIDANCE:
             sp.section(PromptSection(name, order, text))
         for name in VARIABLES:
-            sp.variable(name, _fact(name))
+            sp.variable(name, _counter() if varying and name == "date" else _fact(name))
         sp.tools(lambda context: ToolSet(schemas))
 
     ctx.plugin(Plugin(name="bench-tools", apply=apply))
@@ -109,6 +112,11 @@ def _deployment() -> Context:
 
 def _fact(name: str) -> Callable[[AssembleContext], str | None]:
     return lambda context: context.facts.get(name)
+
+
+def _counter() -> Callable[[], str]:
+    counts = itertools.count()
+    return lambda: str(next(counts))
 
 
 @dataclass(frozen=True)
@@ -120,12 +128,19 @@ class _Figures:
     minimal: float  # the hand-written assembler
 
 
-async def _measure(log_length: int) -> _Figures:
-    ctx = _deployment()
+async def _measure(log_length: int, *, varying: bool = False) -> _Figures:
+    ctx = _deployment(varying=varying)
     sp = ctx.get(SYSTEM_PROMPT)
     context = AssembleContext(ctx=ctx, agent=_Agent([{"type": "turn/start"}] * log_length), facts=VARIABLES)
     assembly = await sp.assemble(context)
     system = render_prompt(assembly)
+    if varying:  # every step renders a new prompt: the date differs, and only the date
+        again = render_prompt(await sp.assemble(context))
+        assert again != system
+        assert again.replace(f"Today is {int(assembly.variables['date'] or 0) + 1}.", "") == system.replace(
+            f"Today is {assembly.variables['date']}.", ""
+        )
+        system = system.replace(f"Today is {assembly.variables['date']}.", f"Today is {VARIABLES['date']}.")
     assert (len(assembly.sections), len(assembly.variables), len(assembly.tools)) == (10, 5, 12)
     assert render_context_snapshot(assembly) == ""
     finished = system.split("\n\n")
@@ -225,6 +240,12 @@ def main() -> int:
         )
     spread = max(join_ratios) / min(join_ratios)
     print(f"ratio spread across log lengths: {spread:.2f}x (flat: the assembler never reads the log)")
+    varying = anyio.run(functools.partial(_measure, 0, varying=True))
+    print(
+        f"with {{{{date}}}} different on every step (no render is reused): {varying.step / 1000:.2f} us, "
+        f"{varying.step / varying.minimal:.2f}x the minimal assembler ({varying.minimal / 1000:.2f} us), "
+        f"{varying.step / overhead:.1%} of the loop step"
+    )
     print(
         "minimal: a hand-written assembler for this one deployment producing the same prompt, with the same shared\n"
         "  read-only tool schemas; loop step: the agent loop's own overhead per step under replay (bench_replay_loop,\n"

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from functools import lru_cache
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from runtime.kernel.errors import PromptRenderError
 
@@ -44,17 +43,35 @@ def interpolate(text: str, variables: Mapping[str, str | None], *, section: str)
 
 class _Template(NamedTuple):
     """A text scanned once: `head`, then each reference's name with the literal that follows it, then the static
-    problem (if any) the scan stopped at, raised only once every reference before it has been checked."""
+    problem (if any) the scan stopped at, raised only once every reference before it has been checked.
+
+    `parts` and `names` are the same for the fast path of a text with no problem: the literals with a slot after
+    each but the last (`parts[1::2]` are the slots), and the names that fill the slots."""
 
     head: str
     refs: tuple[tuple[str, str], ...]
     malformed: tuple[str, str] | None  # ("group", name) or ("opener", excerpt)
+    parts: tuple[str, ...]
+    names: tuple[str, ...]
 
 
-@lru_cache(maxsize=256)
+_TEMPLATES: dict[str, _Template] = {}
+_MAX_TEMPLATES = 256
+
+
+def _template(text: str) -> _Template:
+    """`_compile(text)`, kept for the next render of the same text: most sections are the same strings every step.
+    Bounded (cleared when full), since provider texts may differ every time."""
+    template = _TEMPLATES.get(text)
+    if template is None:
+        if len(_TEMPLATES) >= _MAX_TEMPLATES:
+            _TEMPLATES.clear()
+        template = _TEMPLATES[text] = _compile(text)
+    return template
+
+
 def _compile(text: str) -> _Template:
-    """The scan of spec §1.10 without the variables: what depends only on the text is done once per distinct text
-    (most sections are the same static strings every step). Bounded, since provider texts may differ every time."""
+    """The scan of spec §1.10 without the variables: everything that depends only on the text."""
     literals: list[str] = []  # one more than names: the text before, between and after the references
     names: list[str] = []
     piece: list[str] = []  # the current literal, in pieces (a lone "{{" is prose and stays in it)
@@ -82,7 +99,12 @@ def _compile(text: str) -> _Template:
         opener = text.find("{{", last)
     piece.append(text[last:])
     literals.append("".join(piece))
-    return _Template(literals[0], tuple(zip(names, literals[1:], strict=True)), malformed)
+    parts: list[str] = [literals[0]]
+    for literal in literals[1:]:
+        parts += ("", literal)
+    return _Template(
+        literals[0], tuple(zip(names, literals[1:], strict=True)), malformed, tuple(parts), tuple(names)
+    )
 
 
 def _interpolate(text: str, variables: Mapping[str, str | None], *, name: str, kind: str) -> str:
@@ -90,7 +112,17 @@ def _interpolate(text: str, variables: Mapping[str, str | None], *, name: str, k
         raise TypeError(f'{kind} "{name}" text must be a string, got {type(text).__name__}')
     if "{{" not in text:
         return text
-    template = _compile(text)
+    template = _template(text)
+    if template.malformed is None:
+        # The common case, every reference known and valued: fill the slots and join. Any problem (a KeyError,
+        # or the join's TypeError for a None or non-string value) takes the checking path below, which raises the
+        # first problem from the left exactly as the spec scan does.
+        try:
+            filled: list[Any] = list(template.parts)
+            filled[1::2] = [variables[ref] for ref in template.names]
+            return "".join(filled)  # a None is the join's TypeError, handled below
+        except (KeyError, TypeError):
+            pass
     parts = [template.head]
     for ref, literal in template.refs:
         if ref not in variables:
@@ -151,13 +183,16 @@ def _render_all(entries: list[AssembledText], variables: dict[str, str | None], 
     if last is not None and texts == last[0] and variables == last[1]:
         return list(last[2])
     rendered: list[str] = []
+    frozen = True  # every entry an AssembledText (frozen), so the key cannot change once kept
     for entry in texts:
+        if type(entry) is not AssembledText:
+            frozen = False
         text = entry.text
-        if type(text) is not str or "{{" in text:  # the common static text skips the call
+        if type(text) is not str or "{" in text:  # the common static text skips the call (one memchr)
             text = _interpolate(text, variables, name=entry.name, kind=kind)
         if text:
             rendered.append(text)
-    if all(type(entry) is AssembledText for entry in texts):  # frozen, so the key cannot change later
+    if frozen:
         _LAST[kind] = (texts, dict(variables), tuple(rendered))
     return rendered
 

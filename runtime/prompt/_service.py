@@ -567,12 +567,11 @@ def _ordered_tools(
     last time (tuples of frozen schemas cannot have changed), the last ordering is reused."""
     last = plan.tools
     if last is not None and len(last[0]) == len(tool_sets):
-        before, index = last[0], 0
-        for now in tool_sets:
+        before = last[0]
+        for index, now in enumerate(tool_sets):
             old = before[index]
             if old.schemas is not now.schemas or old.known_names is not now.known_names:
                 break
-            index += 1
         else:
             return list(last[1])
     schemas: list[ToolSchema] = []

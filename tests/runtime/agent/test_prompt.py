@@ -4,15 +4,19 @@ prompt-variables-and-tool-guidance-ownership; spec/prompt-and-subagents.md §1.1
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import anyio
 import pytest
 
-from runtime.agent import AGENTS, AgentOptions, assemble_context_for
+from runtime.agent import AGENTS, REQUEST, AgentOptions, RequestConfig, RequestInfo, assemble_context_for
+from runtime.kernel import Next
 from runtime.prompt import (
+    ASSEMBLE,
     SYSTEM_PROMPT,
     AssembleContext,
+    PromptAssembly,
     PromptProviderError,
     PromptSection,
     ProviderSignatureError,
@@ -133,3 +137,34 @@ async def test_a_resumed_session_states_its_stored_cwd(tmp_path: Path) -> None:
             assembly = await ctx.get(SYSTEM_PROMPT).assemble(assemble_context_for(resumed))
     assert assembly.variables["model"] == "resumed"
     assert assembly.variables["cwd"] == "/work/project"
+
+
+async def test_a_plugin_that_supplies_the_model_late_states_it_on_the_assemble_waterfall(
+    tmp_path: Path,
+) -> None:
+    # The RFC's remedy for a model supplied in agent/request (options.model unset): the same owner states it early,
+    # as assembly.variables["model"]; without that statement a {{model}} persona fails before any model call.
+    async def supply(config: RequestConfig, info: RequestInfo, next_: Next[RequestConfig]) -> RequestConfig:
+        return await next_(dataclasses.replace(config, model="late-model"))
+
+    async def state(
+        assembly: PromptAssembly, context: AssembleContext, next_: Next[PromptAssembly]
+    ) -> PromptAssembly:
+        assembly.variables["model"] = "late-model"
+        return await next_(assembly)
+
+    adapter = ScriptedAdapter([text("ok")])
+    with host(tmp_path, adapter, persona="Powered by {{model}}.") as ctx:
+        ctx.on(REQUEST, supply)
+        options = AgentOptions(provider=PROVIDER, cwd=Path("/work/project"))
+        async with ctx.get(AGENTS).create(options) as agent:
+            unstated = await agent.run("go")
+            assert unstated.kind == "error"
+            assert unstated.failure is not None
+            assert 'prompt variable "{{model}}" has no value for this assembly' in unstated.failure.message
+            assert adapter.requests == []
+            ctx.on(ASSEMBLE, state)
+            stated = await agent.run("go")
+    assert stated.kind == "completed"
+    assert adapter.requests[0].model == "late-model"
+    assert "Powered by late-model." in adapter.requests[0].system
