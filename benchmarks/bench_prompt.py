@@ -17,9 +17,11 @@ from __future__ import annotations
 import functools
 import itertools
 import re
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import anyio
 
@@ -211,8 +213,8 @@ def _minimal(templates: list[list[str]], schemas: list[ToolSchema]) -> tuple[str
 def _loop_overhead_ns() -> float:
     """The agent loop's own per-step overhead under replay (bench_replay_loop: the full loop minus iterating the
     recorded chunks bare), in nanoseconds."""
-    with bench_replay_loop.tempfile.TemporaryDirectory(prefix="dsh-bench-prompt-") as scratch:
-        directory = bench_replay_loop._author(bench_replay_loop.Path(scratch))
+    with tempfile.TemporaryDirectory(prefix="dsh-bench-prompt-") as scratch:
+        directory = bench_replay_loop._author(Path(scratch))
         bare, steps, _ = bench_replay_loop._bare(directory)
         loop = bench_replay_loop._loop(directory)
     return (loop - bare) / steps * 1e9

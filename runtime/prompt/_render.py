@@ -162,44 +162,105 @@ def _interpolate(text: str, variables: Mapping[str, str | None], *, name: str, k
     return "".join(parts)
 
 
-_Rendered = tuple[tuple[AssembledText, ...], dict[str, str | None], tuple[str, ...]]
-"""One successful render: the texts (an immutable tuple of frozen `AssembledText`s), a copy of the variables, and
-what they rendered to (empty results already dropped)."""
-
-_LAST: dict[str, _Rendered] = {}
-"""The last successful render of each kind (section, context), replaced whole (one reference swap, so a reader in
-another thread never pairs one render's input with another's output).
-
-A render is a pure function of its texts and variables, and the agent loop renders the same prompt step after step,
-so an equal input returns the last output instead of interpolating every section again. Equal, not only identical:
-the tuple compares the `AssembledText`s by identity first, then by name and text, and the variables by value, so a
-listener's edit, a new value or another agent's prompt is simply a miss. Failures are never kept."""
-
-
-def _render_all(entries: list[AssembledText], variables: dict[str, str | None], kind: str) -> list[str]:
-    """Each text interpolated on its own, empty results dropped (a fresh list)."""
-    texts = tuple(entries)
-    last = _LAST.get(kind)
-    if last is not None and texts == last[0] and variables == last[1]:
-        return list(last[2])
+def _render_each(texts: tuple[AssembledText, ...], variables: dict[str, str | None], kind: str) -> list[str]:
+    """Each text interpolated on its own (raising the first problem, text by text), empty results dropped."""
     rendered: list[str] = []
-    frozen = True  # every entry an AssembledText (frozen), so the key cannot change once kept
     for entry in texts:
-        if type(entry) is not AssembledText:
-            frozen = False
         text = entry.text
         if type(text) is not str or "{" in text:  # the common static text skips the call (one memchr)
             text = _interpolate(text, variables, name=entry.name, kind=kind)
         if text:
             rendered.append(text)
-    if frozen:
-        _LAST[kind] = (texts, dict(variables), tuple(rendered))
     return rendered
+
+
+class _Joined(NamedTuple):
+    """A system prompt's sections as one template: `parts` are the literals (the static sections and the blank
+    lines between sections included) with a slot after each but the last, `names` the variables that fill the
+    slots, so a render is one fill and one join, as a hand-written assembler would do it. `parts` is None when the
+    sections cannot be joined in advance: a text with a problem to raise, or one that may render empty (no literal
+    of its own, so whether it is dropped depends on the values); those render section by section."""
+
+    texts: tuple[AssembledText, ...]
+    parts: tuple[str, ...] | None
+    names: tuple[str, ...]
+
+
+def _join(texts: tuple[AssembledText, ...]) -> _Joined | None:
+    """The joined template of `texts`; None when an entry is not an `AssembledText` (only frozen values are kept)."""
+    parts: list[str] = []
+    names: list[str] = []
+    literal: list[str] = []  # the pieces of the literal being built
+    for entry in texts:
+        if type(entry) is not AssembledText:
+            return None
+        text = entry.text
+        if type(text) is not str:
+            return _Joined(texts, None, ())
+        refs: tuple[tuple[str, str], ...] = ()
+        if "{{" not in text:
+            if not text:
+                continue  # dropped at render
+            head = text
+        else:
+            template = _template(text)
+            if template.malformed is not None or not any(template.parts[0::2]):
+                return _Joined(texts, None, ())
+            head, refs = template.head, template.refs
+        if literal or parts:
+            literal.append("\n\n")
+        literal.append(head)
+        for name, after in refs:
+            parts += ("".join(literal), "")
+            names.append(name)
+            literal = [after]
+    parts.append("".join(literal))
+    return _Joined(texts, tuple(parts), tuple(names))
+
+
+class _LastPrompt(NamedTuple):
+    """The last successful `render_prompt`: its sections joined, a copy of its variables, its output."""
+
+    joined: _Joined
+    variables: dict[str, str | None]
+    output: str
+
+
+_LAST_PROMPT: list[_LastPrompt | None] = [None]
+_LAST_CONTEXTS: list[tuple[tuple[AssembledText, ...], dict[str, str | None], tuple[str, ...]] | None] = [None]
+"""The last successful render of each kind, each replaced whole (one reference swap, so a reader in another
+thread never pairs one render's input with another's output).
+
+A render is a pure function of its texts and variables, and the agent loop renders the same prompt step after step:
+equal texts reuse their joined template, and equal variables too return the last output. Equal, not only identical:
+the tuples compare the frozen `AssembledText`s by identity first, then by name and text, and the variables by value,
+so a listener's edit, a new value or another agent's prompt is simply a miss. Failures are never kept."""
 
 
 def render_prompt(assembly: PromptAssembly) -> str:
     """The system prompt: each section interpolated on its own, empty results dropped, joined by a blank line."""
-    return "\n\n".join(_render_all(assembly.sections, assembly.variables, "section"))
+    texts = tuple(assembly.sections)
+    variables = assembly.variables
+    last = _LAST_PROMPT[0]
+    if last is not None and texts == last.joined.texts:
+        if variables == last.variables:
+            return last.output
+        joined: _Joined | None = last.joined
+    else:
+        joined = _join(texts)
+    output = None
+    if joined is not None and joined.parts is not None:
+        try:
+            filled: list[Any] = list(joined.parts)
+            filled[1::2] = [variables[name] for name in joined.names]
+            output = "".join(filled)
+        except (KeyError, TypeError):
+            pass  # an unknown, valueless or non-string reference: rendered section by section, which raises it
+    if output is None:
+        output = "\n\n".join(_render_each(texts, variables, "section"))
+    if joined is not None:
+        _LAST_PROMPT[0] = _LastPrompt(joined, dict(variables), output)
+    return output
 
 
 def render_context_sections(assembly: PromptAssembly) -> list[str]:
@@ -207,7 +268,15 @@ def render_context_sections(assembly: PromptAssembly) -> list[str]:
     dropped."""
     if not assembly.contexts:
         return []
-    return _render_all(assembly.contexts, assembly.variables, "context")
+    texts = tuple(assembly.contexts)
+    variables = assembly.variables
+    last = _LAST_CONTEXTS[0]
+    if last is not None and texts == last[0] and variables == last[1]:
+        return list(last[2])
+    rendered = _render_each(texts, variables, "context")
+    if all(type(entry) is AssembledText for entry in texts):  # frozen, so the kept input cannot change
+        _LAST_CONTEXTS[0] = (texts, dict(variables), tuple(rendered))
+    return rendered
 
 
 def render_context_snapshot(assembly: PromptAssembly) -> str:

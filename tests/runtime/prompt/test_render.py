@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -373,25 +375,62 @@ def test_prompt_and_context_renders_do_not_share_their_last_result() -> None:
         render_context_sections(assembly)
 
 
+def _each(sections: list[AssembledText], variables: dict[str, Any]) -> list[str]:
+    return [text for s in sections if (text := interpolate(s.text, variables, section=s.name))]
+
+
+def _outcome(render: Callable[..., object], *args: Any) -> object:
+    try:
+        return render(*args)
+    except (PromptRenderError, TypeError) as error:
+        return (type(error), str(error))
+
+
+@settings(max_examples=300)
 @given(
     steps=st.lists(
         st.tuples(
             st.lists(
-                st.sampled_from(["", "static", "on {{model}}", "{{model}} in {{cwd}}", "{{cwd}}"]), max_size=4
+                st.sampled_from(
+                    [
+                        "",
+                        "static",
+                        "on {{model}}",
+                        "{{model}} in {{cwd}}",
+                        "{{cwd}}",
+                        "a {{ bad }}",
+                        "lone {{",
+                        "{x}",
+                    ]
+                ),
+                max_size=4,
             ),
-            st.sampled_from(["a", "b"]),
-            st.sampled_from(["/w", "/x"]),
+            st.sampled_from(["a", "b", "", None]),
+            st.sampled_from(["/w", "", None, 3]),
+            st.booleans(),
         ),
-        max_size=8,
+        max_size=10,
     )
 )
 def test_a_run_of_renders_always_agrees_with_rendering_afresh(
-    steps: list[tuple[list[str], str, str]],
+    steps: list[tuple[list[str], str | None, object, bool]],
 ) -> None:
-    for texts, model, cwd in steps:
+    # Renders in a row, as the loop does them: the same texts (identical or equal copies) with the same or other
+    # values, and other texts; each must give what rendering that input afresh gives, errors included.
+    previous: list[AssembledText] = []
+    for texts, model, cwd, reuse in steps:
         sections = [AssembledText(f"s{i}", text) for i, text in enumerate(texts)]
-        variables: dict[str, str | None] = {"model": model, "cwd": cwd}
-        assembly = PromptAssembly(sections=sections, contexts=list(sections), variables=variables)
-        assert render_prompt(assembly) == _reference(sections, variables)
-        expected = [text for text in _reference(sections, variables).split("\n\n") if text]
-        assert render_context_sections(assembly) == expected
+        if reuse and previous:
+            sections = previous
+        previous = sections
+        variables: dict[str, Any] = {"model": model, "cwd": cwd}
+        assembly = PromptAssembly(sections=list(sections), contexts=list(sections), variables=variables)
+        assert _outcome(render_prompt, assembly) == _outcome(_reference, sections, variables)
+        expected_contexts = _outcome(_each, sections, variables)
+        actual_contexts = _outcome(render_context_sections, assembly)
+        if isinstance(expected_contexts, tuple):  # the same failure, said of a context
+            assert isinstance(actual_contexts, tuple)
+            assert actual_contexts[0] is expected_contexts[0]
+            assert actual_contexts[1] == expected_contexts[1].replace('section "', 'context "')
+        else:
+            assert actual_contexts == expected_contexts
