@@ -8,7 +8,6 @@ and its disposer on the caller's plugin or scope.
 
 from __future__ import annotations
 
-import inspect
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -22,11 +21,12 @@ from ._errors import (
     DuplicatePromptNameError,
     InvalidVariableNameError,
     NonFiniteOrderError,
-    PromptProviderError,
     ProviderResultError,
-    ProviderSignatureError,
 )
 from ._events import ASSEMBLE, CHANGE, ChangeKind, PromptChange
+from ._providers import label as _label
+from ._providers import raised as _raised
+from ._providers import with_context as _with_context
 from ._render import VARIABLE_NAME
 from ._tool_order import order_tools
 from ._types import (
@@ -53,10 +53,6 @@ class LayerSnapshot(TypedDict):
     variables: list[str]
     tools: int
     suppressors: int
-
-
-_Call = Callable[[AssembleContext], Any]
-"""A provider as the assembler calls it: with the context (a zero-argument provider is wrapped at registration)."""
 
 
 @dataclass(eq=False)
@@ -453,51 +449,6 @@ def _named(kind: str, entry: PromptSection | PromptContext) -> _Named:
     return _Named(
         entry, _Dynamic(kind, name, _with_context(text, kind, name, f'prompt {kind} "{name}" text provider'))
     )
-
-
-def _with_context(
-    provider: Callable[..., Any], kind: str, name: str, what: str
-) -> Callable[[AssembleContext], Any]:
-    """`provider` as the assembler calls it, with the assemble context: as is when it takes one argument, wrapped
-    when it takes none (the RFC keeps zero-argument providers valid). Any other signature is refused here, at
-    registration, naming `what`, rather than failing every assembly later."""
-    try:
-        signature = inspect.signature(provider)
-    except (TypeError, ValueError):
-        # No signature to read (some builtins and extension callables): called the documented way, with the
-        # context; a mismatch then fails the assembly as a PromptProviderError naming the entry.
-        return provider
-    try:
-        signature.bind(None)
-    except TypeError:
-        pass
-    else:
-        return provider
-    try:
-        signature.bind()
-    except TypeError:
-        raise ProviderSignatureError(
-            f"{what} must take the assemble context (one positional argument) or nothing; its signature is "
-            f"{signature}",
-            kind=kind,
-            name=name,
-        ) from None
-
-    def without_context(context: AssembleContext) -> Any:
-        return provider()
-
-    return without_context
-
-
-def _label(provider: object) -> str:
-    """An anonymous provider's name for errors: its module and qualified name."""
-    qualname = getattr(provider, "__qualname__", None) or type(provider).__qualname__
-    module = getattr(provider, "__module__", None) or type(provider).__module__
-    return f"{module}.{qualname}" if module else str(qualname)
-
-
-def _raised(what: str, error: Exception, kind: str, name: str) -> PromptProviderError:
-    return PromptProviderError(f"{what} raised {type(error).__name__}: {error}", kind=kind, name=name)
 
 
 def _make_plan(layers: list[_Layer]) -> _Plan:
