@@ -13,7 +13,7 @@ from typing import Any, NoReturn
 
 from ._errors import ReadOnlyToolSchemaError, ToolSchemaError
 
-__all__ = ["freeze_parameters", "is_frozen", "thaw"]
+__all__ = ["freeze_parameters", "thaw"]
 
 
 def _refuse(value: _FrozenDict | _FrozenList, operation: str) -> NoReturn:
@@ -154,9 +154,7 @@ def _freeze(value: Any, tool: str) -> Any:
             except _NotJson as error:
                 error.path.append(f".{key}")
                 raise
-        frozen = _FrozenDict(items)  # dict.__init__ fills it without calling __setitem__
-        frozen._tool = tool
-        return frozen
+        return _rebuild_dict(items, tool)
     if kind is list or kind is tuple or isinstance(value, list | tuple):
         entries: list[Any] = []
         for index, item in enumerate(value):
@@ -165,18 +163,16 @@ def _freeze(value: Any, tool: str) -> Any:
             except _NotJson as error:
                 error.path.append(f"[{index}]")
                 raise
-        array = _FrozenList(entries)
-        array._tool = tool
-        return array
+        return _rebuild_list(entries, tool)
     if isinstance(value, str | int | float):  # subclasses (a str enum member): JSON scalars all the same
         return value
     raise _NotJson(f"a value of type {type(value).__name__}")
 
 
 def freeze_parameters(parameters: Mapping[str, Any], tool: str) -> dict[str, Any]:
-    """A read-only deep copy of `parameters` (already frozen: returned as is); raises `ToolSchemaError` naming `tool`
-    and the path of the first value that is not JSON-shaped."""
-    if type(parameters) is _FrozenDict:
+    """A read-only deep copy of `parameters` (already frozen for this tool: returned as is); raises `ToolSchemaError`
+    naming `tool` and the path of the first value that is not JSON-shaped."""
+    if type(parameters) is _FrozenDict and parameters._tool == tool:
         return parameters
     if not isinstance(parameters, Mapping):
         raise ToolSchemaError(
@@ -195,11 +191,6 @@ def freeze_parameters(parameters: Mapping[str, Any], tool: str) -> dict[str, Any
             path=path,
         ) from None
     return frozen
-
-
-def is_frozen(value: object) -> bool:
-    """Whether `value` is a frozen JSON object or array (a frozen tool's parameters, or a part of them)."""
-    return type(value) is _FrozenDict or type(value) is _FrozenList
 
 
 def thaw(value: Any) -> Any:

@@ -116,7 +116,6 @@ def test_copies_are_plain_and_editable() -> None:
 
 def test_the_frozen_form_encodes_to_the_plain_bytes() -> None:
     schema = bash()
-    plain = msgspec.structs.replace(schema)  # a second frozen copy, compared against the plain dict below
     spec = ToolSpec(name=schema.name, description=schema.description, parameters=schema.parameters)
     plain_spec = ToolSpec(name="bash", description="Run a command.", parameters=copy.deepcopy(PARAMETERS))
     assert msgspec.json.encode(spec) == msgspec.json.encode(plain_spec)
@@ -129,7 +128,7 @@ def test_the_frozen_form_encodes_to_the_plain_bytes() -> None:
     }
     # to_builtins gives plain values, so a decoded log (lists, dicts) compares equal to it
     assert msgspec.to_builtins(spec) == msgspec.json.decode(msgspec.json.encode(plain_spec))
-    assert plain == schema
+    assert type(msgspec.to_builtins(schema)["parameters"]["required"]) is list
 
 
 def test_decoding_gives_a_frozen_schema() -> None:
@@ -242,3 +241,11 @@ async def test_the_tool_registry_shares_one_schema_per_registered_tool() -> None
     with pytest.raises(ReadOnlyToolSchemaError):
         first.tools[0].parameters["required"].append("x")
     ctx.dispose()
+
+
+def test_a_renamed_schema_names_itself_in_errors() -> None:
+    renamed = msgspec.structs.replace(bash(), name="shell")
+    assert renamed.parameters == PARAMETERS
+    with pytest.raises(ReadOnlyToolSchemaError) as caught:
+        renamed.parameters["required"].append("x")
+    assert caught.value.tool == "shell"
