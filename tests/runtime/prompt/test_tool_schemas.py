@@ -249,3 +249,29 @@ def test_a_renamed_schema_names_itself_in_errors() -> None:
     with pytest.raises(ReadOnlyToolSchemaError) as caught:
         renamed.parameters["required"].append("x")
     assert caught.value.tool == "shell"
+
+
+async def test_the_registry_s_shared_tuples_follow_every_registration_and_disposal() -> None:
+    ctx = Context()
+    ctx.plugin(prompt_plugin)
+    ctx.plugin(tools_plugin.plugin)
+
+    async def execute(arguments: dict[str, Any], context: ToolContext) -> str:
+        return "ok"
+
+    def names(assembly: PromptAssembly) -> list[str]:
+        return [t.name for t in assembly.tools]
+
+    sp = ctx.get(SYSTEM_PROMPT)
+    agent = ctx.scoped("agent")
+    ctx.get(TOOLS).register(Tool("bash", "Run.", {"type": "object"}, execute))
+    assert names(await sp.assemble(AssembleContext(ctx=agent))) == ["bash"]
+    dispose = agent.get(TOOLS).register(Tool("read", "Read.", {"type": "object"}, execute))
+    assert names(await sp.assemble(AssembleContext(ctx=agent))) == ["bash", "read"]
+    assert names(await sp.assemble()) == ["bash"]
+    dispose()
+    assert names(await sp.assemble(AssembleContext(ctx=agent))) == ["bash"]
+    ctx.get(TOOLS).register(Tool("grep", "Grep.", {"type": "object"}, execute))
+    assert names(await sp.assemble(AssembleContext(ctx=agent))) == ["bash", "grep"]
+    agent.dispose()
+    ctx.dispose()
