@@ -109,7 +109,8 @@ def test_a_section_provider_with_a_bad_signature_is_refused_naming_it(
         "nothing; its signature is ("
     )
     assert (caught.value.kind, caught.value.name) == ("section", "tool:bad")
-    assert isinstance(caught.value, TypeError | PromptError)
+    assert isinstance(caught.value, TypeError)
+    assert isinstance(caught.value, PromptError)
     assert sp.describe() == before
     assert changes == []
 
