@@ -56,7 +56,10 @@ def html_to_text(html: str, base_url: str) -> str:
 
 
 def _decode(body: bytes, response: httpx.Response) -> str:
-    return body.decode(response.charset_encoding or "utf-8", errors="replace")
+    try:
+        return body.decode(response.charset_encoding or "utf-8", errors="replace")
+    except LookupError:  # a charset Python does not know (the server's word, not ours): read it as UTF-8
+        return body.decode("utf-8", errors="replace")
 
 
 def _pinned_request(client: httpx.AsyncClient, target: Target, address: str) -> httpx.Request:

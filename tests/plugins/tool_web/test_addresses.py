@@ -44,7 +44,8 @@ class Handler(BaseHTTPRequestHandler):
             return
         body = json.dumps({"host": self.headers["Host"], "path": self.path}).encode()
         self.send_response(200)
-        self.send_header("Content-Type", "application/json")
+        charset = "; charset=x-no-such-charset" if self.path == "/odd-charset" else ""
+        self.send_header("Content-Type", "application/json" + charset)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
@@ -248,3 +249,9 @@ async def test_the_pinned_tls_connection_sends_the_url_host_as_sni(monkeypatch: 
     assert result.code == "TRANSPORT"
     assert lookups == ["pinned.test"]
     assert [server_name(hello) for hello in hellos] == ["pinned.test"]
+
+
+async def test_an_unknown_charset_is_read_as_utf8_not_a_tool_failure(server: Counting) -> None:
+    result = await fetch(f"http://127.0.0.1:{port(server)}/odd-charset", allow_private_networks=True)
+    assert not result.is_error, result.text
+    assert '"path": "/odd-charset"' in result.text
