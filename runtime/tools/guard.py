@@ -1,6 +1,9 @@
-"""Children die with the agent: `guarded(argv)` wraps a tool's command line in this file run as a script, a small
-supervisor the kernel signals when dsh dies, even by SIGKILL (Linux `PR_SET_PDEATHSIG`), which then kills the
-command's whole process group and every process descended from it.
+"""What a tool's child process can do to dsh, kept in bounds with the standard library alone. Children die with the
+agent: `guarded(argv)` wraps a tool's command line in this file run as a script, a small supervisor the kernel
+signals when dsh dies, even by SIGKILL (Linux `PR_SET_PDEATHSIG`), which then kills the command's whole process group
+and every process descended from it. And children cannot read the agent: `undumpable()` marks dsh non-dumpable
+(`PR_SET_DUMPABLE`), so a command running as the same user cannot open `/proc/<dsh>/environ` (the environment dsh
+started with, provider keys included, whatever the child's own environment holds) or `/proc/<dsh>/mem`.
 
 The supervisor leads the command's process group (the caller starts it with `start_new_session=True`), so killing
 that group from dsh kills it and the command alike, as before. It is a subreaper (`PR_SET_CHILD_SUBREAPER`), so a
@@ -24,11 +27,13 @@ if TYPE_CHECKING:
 else:
     import _signal as signal
 
-__all__ = ["SUPPORTED", "guarded"]
+__all__ = ["SUPPORTED", "guarded", "restore_dumpable", "undumpable"]
 
 SUPPORTED = sys.platform.startswith("linux")
 
 _PR_SET_PDEATHSIG = 1
+_PR_GET_DUMPABLE = 3
+_PR_SET_DUMPABLE = 4
 _PR_SET_CHILD_SUBREAPER = 36
 _SEPARATOR = "--"
 
@@ -40,13 +45,31 @@ def guarded(argv: list[str]) -> list[str]:
     return [sys.executable, "-I", "-S", os.path.abspath(__file__), str(os.getpid()), _SEPARATOR, *argv]
 
 
-def _prctl(option: int, value: int) -> None:
-    import ctypes  # only the supervisor needs it; importing the module for `guarded` stays cheap
+def _prctl(option: int, value: int = 0) -> int:
+    import ctypes  # imported when called: importing the module for `guarded` stays cheap
 
     libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(option, value, 0, 0, 0) != 0:
+    answer: int = libc.prctl(option, value, 0, 0, 0)
+    if answer < 0:
         errno = ctypes.get_errno()
         raise OSError(errno, f"prctl({option}) failed: {os.strerror(errno)}")
+    return answer
+
+
+def undumpable() -> int | None:
+    """Mark this process non-dumpable (no core dumps, no same-user ptrace, its /proc files readable only with
+    CAP_SYS_PTRACE); returns the previous setting, to restore with `restore_dumpable`. None off Linux."""
+    if not SUPPORTED:
+        return None
+    previous = _prctl(_PR_GET_DUMPABLE)
+    _prctl(_PR_SET_DUMPABLE, 0)
+    return previous
+
+
+def restore_dumpable(previous: int | None) -> None:
+    """Undo `undumpable`."""
+    if previous is not None:
+        _prctl(_PR_SET_DUMPABLE, previous)
 
 
 def _descendants(root: int) -> list[int]:

@@ -14,6 +14,7 @@ from runtime.prompt import SYSTEM_PROMPT, AssembleContext, ToolSchema, ToolSet
 from .arguments import ArgumentValidator
 from .definition import Tool, ToolCall, ToolContext, ToolResult
 from .environment import TOOL_ENV, ToolEnvironment
+from .guard import restore_dumpable, undumpable
 
 __all__ = [
     "TOOLS",
@@ -178,6 +179,10 @@ def _apply(ctx: Context, config: NoConfig) -> None:
     registry = ToolRegistry()
     ctx.provide(TOOLS, registry)
     ctx.provide(TOOL_ENV, ToolEnvironment())
+    # Withholding secrets from a command's environment is moot if it can read dsh's own: while tools can run, a
+    # same-user process cannot open /proc/<dsh>/environ or /proc/<dsh>/mem.
+    previous = undumpable()
+    ctx.effect(lambda: restore_dumpable(previous))
     if ctx.has(SYSTEM_PROMPT):
         # The registry is the prompt's tool provider: what an agent may call is what its request lists.
         ctx.get(SYSTEM_PROMPT).tools(lambda context: tool_set(registry, ctx, context))

@@ -4,6 +4,12 @@ their plugin unloads."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
 import pytest
 
 from plugins.llm_openai import plugin as openai_plugin
@@ -11,8 +17,9 @@ from plugins.tool_web import plugin as web_plugin
 from runtime.kernel import Context
 from runtime.llm import plugin as llm_plugin
 from runtime.prompt import plugin as prompt_plugin
-from runtime.tools import TOOL_ENV, EnvPolicy, ToolEnvironment
+from runtime.tools import TOOL_ENV, EnvPolicy, ToolEnvironment, guard
 from runtime.tools import plugin as tools_plugin
+from runtime.tools.guard import SUPPORTED
 
 DEFAULT = EnvPolicy()
 
@@ -124,3 +131,68 @@ def test_the_service_comes_and_goes_with_the_tools_plugin() -> None:
     assert ctx.has(TOOL_ENV)
     tools.unload()
     assert not ctx.has(TOOL_ENV)
+
+
+def dumpable() -> int:
+    import ctypes
+
+    return int(ctypes.CDLL(None).prctl(3, 0, 0, 0, 0))  # PR_GET_DUMPABLE
+
+
+@pytest.mark.skipif(not SUPPORTED, reason="PR_SET_DUMPABLE is Linux's")
+def test_while_tools_are_loaded_dsh_is_not_dumpable() -> None:
+    before = dumpable()
+    ctx = Context()
+    tools = ctx.plugin(tools_plugin)
+    assert dumpable() == 0
+    tools.unload()
+    assert dumpable() == before
+
+
+NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+VICTIM = (
+    "import importlib.util, sys, time\n"
+    "spec = importlib.util.spec_from_file_location('guard', sys.argv[1])\n"
+    "guard = importlib.util.module_from_spec(spec)\n"
+    "spec.loader.exec_module(guard)\n"
+    "if sys.argv[2] == 'hide':\n"
+    "    guard.undumpable()\n"
+    "print('ready', flush=True)\n"
+    "time.sleep(30)\n"
+)
+
+
+@pytest.mark.skipif(
+    not (SUPPORTED and os.geteuid() == 0 and shutil.which("setpriv") and Path("/usr/bin/python3").exists()),
+    reason="needs root to run both processes as nobody (setpriv), and a system python nobody can run",
+)
+@pytest.mark.parametrize("hidden", [True, False], ids=["undumpable", "control"])
+def test_an_undumpable_process_keeps_its_environment_from_the_same_user(tmp_path: Path, hidden: bool) -> None:
+    # Run as nobody, so no capability lets the reader past the kernel's check, as for an ordinary user's dsh.
+    shared = Path(tempfile.mkdtemp())
+    shared.chmod(0o755)
+    guard_copy = shared / "guard.py"
+    shutil.copy(guard.__file__, guard_copy)
+    guard_copy.chmod(0o644)
+    secret = "sk-started-with-0f9e"
+    victim = subprocess.Popen(
+        [*NOBODY, "/usr/bin/python3", "-I", "-c", VICTIM, str(guard_copy), "hide" if hidden else "show"],
+        env={"PATH": "/usr/bin:/bin", "DEEPSEEK_API_KEY": secret},
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert victim.stdout is not None
+        assert victim.stdout.readline() == b"ready\n"
+        read = subprocess.run(
+            [*NOBODY, "cat", f"/proc/{victim.pid}/environ"], capture_output=True, check=False
+        )
+    finally:
+        victim.kill()
+        victim.communicate()
+        shutil.rmtree(shared)
+    if hidden:
+        assert read.returncode != 0
+        assert b"Permission denied" in read.stderr
+        assert secret.encode() not in read.stdout
+    else:
+        assert secret.encode() in read.stdout  # the attack works on an ordinary process: the test can fail
