@@ -94,6 +94,8 @@ BLOCKED_HOSTS = [
     "localhost",
     "2130706433",  # 127.0.0.1 as one decimal number
     "0x7f.0.0.1",  # and with a hexadecimal first part
+    "127.1",  # short form
+    "example.com@127.0.0.1",  # a user name that looks like a host
     "0.0.0.0",
     "[::1]",
     "[::127.0.0.1]",  # IPv4-compatible
@@ -193,6 +195,7 @@ MALFORMED = [
     "http://%41.com/",
     "http://[v1.fe]/",
     "http://[1.2.3.4]/",
+    "http://0177.0.0.1/",  # an octal part: an IPv4 address the parser refuses rather than guess
     "http://xn--/",
     "http://\u2100/",
     "not a url",
