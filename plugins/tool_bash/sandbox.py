@@ -19,6 +19,8 @@ Policy = Literal["danger-full-access", "workspace-write", "read-only"]
 POLICIES: tuple[Policy, ...] = ("danger-full-access", "workspace-write", "read-only")
 
 _PROBE_SECONDS = 10
+_RUN_KEPT = ("/run/systemd/resolve", "/run/resolvconf")
+"""What a sandboxed command keeps of /run: the resolver configuration /etc/resolv.conf may link to."""
 
 
 class SandboxUnavailableError(PluginLoadError):
@@ -78,7 +80,7 @@ class Sandbox:
         )
 
     def argv(self, command: list[str], *, workspace: Path, workdir: Path) -> list[str]:
-        """`command` under bubblewrap: the root read-only, fresh `/dev`, `/proc` and `/tmp`, the workspace writable
+        """`command` under bubblewrap: the root read-only, fresh `/dev`, `/proc`, `/tmp` and `/run`, the workspace writable
         (`workspace-write`) or visible read-only (`read-only`, needed when it lies below `/tmp`), run in `workdir`;
         its own pid namespace, killed with its parent."""
         real = str(workspace.resolve())
@@ -86,6 +88,12 @@ class Sandbox:
         if not self.network:
             args.append("--unshare-net")
         args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+        # A read-only mount does not stop connect() on a unix socket: /run holds the daemons' (docker, dbus, the
+        # user's agents under /run/user), so it is empty here but for the resolver's files DNS may need.
+        args += ["--tmpfs", "/run"]
+        for kept in _RUN_KEPT:
+            if Path(kept).exists():
+                args += ["--ro-bind", kept, kept]
         # After the /tmp mount, so a workspace below /tmp is the real one, not the empty tmpfs.
         args += ["--bind" if self.policy == "workspace-write" else "--ro-bind", real, real]
         return [*args, "--chdir", str(workdir), "--", *command]

@@ -5,6 +5,7 @@ the model as a runtime context; and a sandbox that cannot be had fails the load,
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 from collections.abc import Iterator
@@ -130,6 +131,26 @@ async def test_without_network_a_command_cannot_reach_a_local_server(
             break
         await anyio.sleep(0.01)
     assert listener.accepted == 1
+
+
+@pytest.mark.anyio
+@pytest.mark.skipif(os.geteuid() != 0, reason="creating a socket under /run needs root")
+async def test_a_daemon_socket_under_run_is_out_of_reach(workspace: Path) -> None:
+    # A read-only mount does not stop connect() on a unix socket: a daemon's socket (docker's, dbus') must be hidden.
+    path = f"/run/dsh-sandbox-probe-{os.getpid()}.sock"
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(path)
+    server.listen()
+    try:
+        connect = f"python3 -c 'import socket; socket.socket(socket.AF_UNIX).connect(\"{path}\")'"
+        assert (await bash(host(), workspace, connect)).meta["exitCode"] == 0  # reachable unconfined
+        for policy in ("workspace-write", "read-only"):
+            result = await bash(host(sandbox=policy, sandbox_network=True), workspace, connect)
+            assert result.meta["exitCode"] != 0
+            assert "No such file or directory" in result.text
+    finally:
+        server.close()
+        os.unlink(path)
 
 
 @pytest.mark.anyio
