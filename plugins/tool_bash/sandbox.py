@@ -84,7 +84,10 @@ class Sandbox:
         (`workspace-write`) or visible read-only (`read-only`, needed when it lies below `/tmp`), run in `workdir`;
         its own pid namespace, killed with its parent."""
         real = str(workspace.resolve())
-        args = [self.bwrap, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
+        # A user namespace and no capabilities even when dsh runs as root: root's CAP_SYS_ADMIN would remount the
+        # read-only root read-write.
+        args = [self.bwrap, "--die-with-parent", "--unshare-user", "--cap-drop", "ALL"]
+        args += ["--unshare-pid", "--unshare-ipc", "--unshare-uts"]
         if not self.network:
             args.append("--unshare-net")
         args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]

@@ -102,6 +102,22 @@ async def test_workspace_write_writes_the_workspace_and_nothing_else(workspace: 
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize(
+    "escape",
+    [
+        "mount -o remount,rw /",  # root's capabilities would allow it
+        "unshare -r -m sh -c 'mount -o remount,rw /'",  # so would a nested user namespace's
+        "mount -t tmpfs none /etc",
+    ],
+)
+async def test_no_remount_makes_the_root_writable(workspace: Path, escape: str) -> None:
+    probe = Path("/etc/dsh-sandbox-remount-probe")
+    result = await bash(host(sandbox="workspace-write"), workspace, f"{escape}; touch {probe}")
+    assert not await anyio.Path(probe).exists(), result.text
+    assert "Read-only file system" in result.text
+
+
+@pytest.mark.anyio
 async def test_tmp_is_private_to_each_command(workspace: Path) -> None:
     ctx = host(sandbox="workspace-write")
     probe = "/tmp/dsh-sandbox-private-probe"
