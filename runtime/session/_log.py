@@ -172,7 +172,7 @@ async def open_log(store: SessionStore, session_id: str, *, repair: bool = True)
         # the lease first: repair, like every write, runs only for the one process that holds it
         lease = store.acquire_lease(session_id)
         try:
-            state = resume(store, session_id)[0] if repair else load_state(store, session_id)
+            state = resume(store, session_id, lease=lease)[0] if repair else load_state(store, session_id)
             conn = store.connect()
             log = SessionLog(store, info, state, conn, lease)
             try:

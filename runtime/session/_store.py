@@ -529,11 +529,19 @@ class SessionStore:
     # ------------------------------------------------------------ writing
 
     def append_events(
-        self, session_id: str, events: Iterable[StoredEvent], *, conn: sqlite3.Connection | None = None
+        self,
+        session_id: str,
+        events: Iterable[StoredEvent],
+        *,
+        conn: sqlite3.Connection | None = None,
+        lease: Lease | None = None,
     ) -> None:
-        """Insert checked events in one transaction (the caller has checked them against the log's rules)."""
+        """Insert checked events in one transaction (the caller has checked them against the log's rules); with
+        `lease`, only while it is still the caller's."""
         rows = [event_row(session_id, event) for event in events]
         with self._write(conn) as connection:
+            if lease is not None:
+                self._check_lease(connection, lease)
             connection.executemany(_INSERT, rows)
 
     def insert_rows(
