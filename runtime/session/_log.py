@@ -54,6 +54,11 @@ class SessionLog:
         self.ids = store.session_ids(info.id)
 
     @property
+    def lease(self) -> Lease | None:
+        """The session's lease this log holds (None: a log made without one)."""
+        return self._lease
+
+    @property
     def next_seq(self) -> int:
         """The seq the next appended event gets."""
         return self._state.next_seq

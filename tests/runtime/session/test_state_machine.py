@@ -178,6 +178,9 @@ class StoreMachine(RuleBasedStateMachine):
         manager, log = self.logs.pop(session)
         durable = log.durable_seq
         self.wall.now += 2 * TTL_MS
+        for _, other in self.logs.values():  # the writers that did not stall renew, as their keepers would
+            assert other.lease is not None
+            self.store.renew_lease(other.lease)
         lease = self.other.acquire_lease(session)
         try:
             refused: SessionInUseError | None = None
