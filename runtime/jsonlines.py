@@ -25,6 +25,7 @@ __all__ = [
     "JsonLimits",
     "JsonLineError",
     "JsonLinesTransport",
+    "check_depth",
     "check_value",
     "decode_line",
     "invalid_reason",
@@ -113,13 +114,19 @@ def _out_of_range(value: object) -> int | None:
     return None
 
 
-def check_value(raw: bytes, *, max_depth: int = MAX_DEPTH, line: int | None = None) -> None:
-    """Refuse `raw` (one JSON text) if it nests deeper than `max_depth` or holds an integer outside the signed
-    64-bit range; a cheap count decides when the exact checks must run, so ordinary lines cost two scans."""
+def check_depth(raw: bytes, *, max_depth: int = MAX_DEPTH, line: int | None = None) -> None:
+    """Refuse `raw` (one JSON text) if it nests deeper than `max_depth`; a cheap count of its brackets decides when
+    the exact scan must run."""
     if raw.count(b"[") + raw.count(b"{") > max_depth and _depth(raw) > max_depth:
         raise JsonLineError(
             f"the JSON nests deeper than {max_depth} arrays and objects", rule="line.depth", line=line
         )
+
+
+def check_value(raw: bytes, *, max_depth: int = MAX_DEPTH, line: int | None = None) -> None:
+    """Refuse `raw` (one JSON text) if it nests deeper than `max_depth` or holds an integer outside the signed
+    64-bit range; cheap scans decide when the exact checks must run, so ordinary lines cost three scans."""
+    check_depth(raw, max_depth=max_depth, line=line)
     if _LONG_NUMBER.search(raw) is not None:
         try:
             value = msgspec.json.decode(raw)
