@@ -123,3 +123,24 @@ def test_a_300_mb_line_is_refused_in_bounded_memory(tmp_path: Path) -> None:
     assert done.stderr.startswith(f"error: {path}:2: the line is longer than 52428800 bytes")
     assert peak_kib < 1024 * 1024, f"peak memory {peak_kib} KiB"
     assert peak_kib < 300 * 1024, f"peak memory {peak_kib} KiB: the 300 MB line was held whole"
+
+
+def test_dsh_sessions_import_takes_the_line_limit(tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(b"\n".join([HEADER, START]) + b"\n")
+    command = [
+        *DSH,
+        "sessions",
+        "import",
+        "--store",
+        str(tmp_path / "s.db"),
+        "--max-line-bytes",
+        "60",
+        str(path),
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, env=plain_env(), timeout=120, check=False)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip() == (
+        f"error: {path}:1: the line is longer than 60 bytes (the limit on one line) [line.too-long]"
+    )
+    assert _import(tmp_path, path).returncode == 0
