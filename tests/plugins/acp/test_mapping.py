@@ -166,6 +166,15 @@ def test_todos_become_the_plan() -> None:
     ]
 
 
+def test_a_tool_call_whose_arguments_nest_past_the_stack_still_starts() -> None:
+    deep = event(
+        "tool/call", {"turn": 1, "step": 1, "callId": "c2", "name": "bash", "arguments": "[" * 100_000}
+    )
+    (start,) = SessionUpdates("live").updates(deep)
+    assert isinstance(start, ToolCallStart)
+    assert (start.title, start.raw_input) == ("bash", {})
+
+
 @pytest.mark.parametrize(
     ("name", "arguments", "title", "kind"),
     [
