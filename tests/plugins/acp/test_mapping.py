@@ -172,7 +172,7 @@ def test_a_tool_call_whose_arguments_nest_past_the_stack_still_starts() -> None:
     )
     (start,) = SessionUpdates("live").updates(deep)
     assert isinstance(start, ToolCallStart)
-    assert (start.title, start.raw_input) == ("bash", {})
+    assert (start.title, start.raw_input) == ("bash", None)
 
 
 @pytest.mark.parametrize(
