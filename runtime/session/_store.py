@@ -189,12 +189,9 @@ def _migrate_1(db: sqlite_utils.Database) -> None:
         )
 
 
-_SESSION_FIELDS = _SESSION_COLUMNS  # every column dsh sets at creation: none is ever set again
-
-
 def _migrate_2(db: sqlite_utils.Database) -> None:
-    # INSERT OR REPLACE deletes the row it conflicts with without firing DELETE triggers (recursive_triggers is off),
-    # and nothing refused a gap. An insert must take exactly the next seq of its session (a fork child's first is
+    # INSERT OR REPLACE deletes the row it conflicts with without firing DELETE triggers unless recursive_triggers is
+    # on (sqlite_utils turns it on for dsh's own connection; a plain client has it off), and nothing refused a gap. An insert must take exactly the next seq of its session (a fork child's first is
     # its seed_length): that refuses REPLACE over an existing event, gaps, and events of a session that does not
     # exist. max(seq) is one probe of the primary key.
     db.execute(
@@ -208,9 +205,11 @@ def _migrate_2(db: sqlite_utils.Database) -> None:
         "WHEN EXISTS (SELECT 1 FROM sessions WHERE id = NEW.id) "
         "BEGIN SELECT RAISE(ABORT, 'sessions are immutable: a session id is inserted once'); END"
     )
-    # OF the columns dsh sets at creation: a column added later for dsh to maintain is not frozen by this trigger
+    # OF the columns of version 1, all set at creation and never again: a column a later version adds for dsh to
+    # maintain is not frozen by this trigger (a migration is frozen too: it names them, not _SESSION_COLUMNS)
     db.execute(
-        f"CREATE TRIGGER sessions_no_update BEFORE UPDATE OF {_SESSION_FIELDS} ON sessions "
+        "CREATE TRIGGER sessions_no_update BEFORE UPDATE OF id, created_at, cwd, parent_id, seed_length, inherits, "
+        "delegation_depth, spawned_by, imported_from, header_extra ON sessions "
         "BEGIN SELECT RAISE(ABORT, 'sessions are immutable: UPDATE is refused'); END"
     )
     db.execute(
