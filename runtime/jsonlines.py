@@ -130,8 +130,12 @@ def check_value(raw: bytes, *, max_depth: int = MAX_DEPTH, line: int | None = No
     if _LONG_NUMBER.search(raw) is not None:
         try:
             value = msgspec.json.decode(raw)
-        except msgspec.DecodeError:
-            return  # not JSON: the caller's own decode says where
+        except msgspec.DecodeError as error:
+            # A number past what msgspec decodes at all (an integer of thousands of digits, 1e400) fails here; a
+            # caller decoding into Raw fields would skip it unread, so it is refused now. msgspec says which only in
+            # its message.
+            rule: Rule = "line.int-range" if "out of range" in str(error) else "line.json"
+            raise JsonLineError(f"not JSON dsh reads: {error}", rule=rule, line=line) from None
         big = _out_of_range(value)
         if big is not None:
             shown = str(big) if len(str(big)) <= 40 else f"{str(big)[:20]}...({len(str(big))} digits)"

@@ -45,6 +45,8 @@ def test_read_lines_keeps_a_last_line_without_newline() -> None:
         (b'{"a":' * 129 + b"1" + b"}" * 129, "line.depth"),
         (b'{"a":9223372036854775808}', "line.int-range"),
         (b"[-9223372036854775809]", "line.int-range"),
+        (b'{"a":' + b"9" * 5000 + b"}", "line.int-range"),
+        (b'{"a":12345678901234567890e400}', "line.int-range"),
         (b'"\xff"', "line.utf8"),
         (b"{nope", "line.json"),
     ],

@@ -37,6 +37,11 @@ HOSTILE = {
     "a time of 2^64": (START.replace(b'"time":1', b'"time":18446744073709551616'), 2, "line.int-range"),
     "a seq of 2^63": (START.replace(b'"seq":0', b'"seq":9223372036854775808'), 2, "line.int-range"),
     "an int in data": (START[:-2] + b',"n":-99999999999999999999}}', 2, "line.int-range"),
+    "an int of 5000 digits in an unknown field": (
+        START[:-1] + b',"n":' + b"7" * 5000 + b"}",
+        2,
+        "line.int-range",
+    ),
     "createdAt of 2^63": (
         HEADER.replace(b'"createdAt":5', b'"createdAt":9223372036854775808'),
         1,
