@@ -9,7 +9,7 @@ import msgspec
 
 from runtime.kernel import Context, Plugin
 from runtime.prompt import SYSTEM_PROMPT, PromptSection
-from runtime.tools import TOOLS, Tool, ToolContext, ToolResult
+from runtime.tools import TOOL_ENV, TOOLS, Tool, ToolContext, ToolResult
 
 from .fetch import FetchError, FetchLimits, fetch_page
 from .search import SearchBackend, SearchResults, SearxngBackend
@@ -143,6 +143,10 @@ def _apply(ctx: Context, config: WebConfig) -> None:
         )
         tools.register(_search_tool(config.search, backend))
         prompt.section(SEARCH_SECTION)
+        if config.search.api_key_env is not None and ctx.has(TOOL_ENV):
+            ctx.get(TOOL_ENV).withhold(
+                ctx, config.search.api_key_env
+            )  # the search token is no tool's business
 
 
 plugin = Plugin(

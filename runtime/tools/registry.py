@@ -13,6 +13,8 @@ from runtime.prompt import SYSTEM_PROMPT, AssembleContext, ToolSchema, ToolSet
 
 from .arguments import ArgumentValidator
 from .definition import Tool, ToolCall, ToolContext, ToolResult
+from .environment import TOOL_ENV, ToolEnvironment
+from .guard import restore_dumpable, undumpable
 
 __all__ = [
     "TOOLS",
@@ -176,6 +178,11 @@ def tool_set(registry: ToolRegistry, home: Context, context: AssembleContext) ->
 def _apply(ctx: Context, config: NoConfig) -> None:
     registry = ToolRegistry()
     ctx.provide(TOOLS, registry)
+    ctx.provide(TOOL_ENV, ToolEnvironment())
+    # Withholding secrets from a command's environment is moot if it can read dsh's own: while tools can run, a
+    # same-user process cannot open /proc/<dsh>/environ or /proc/<dsh>/mem.
+    previous = undumpable()
+    ctx.effect(lambda: restore_dumpable(previous))
     if ctx.has(SYSTEM_PROMPT):
         # The registry is the prompt's tool provider: what an agent may call is what its request lists.
         ctx.get(SYSTEM_PROMPT).tools(lambda context: tool_set(registry, ctx, context))
@@ -184,6 +191,7 @@ def _apply(ctx: Context, config: NoConfig) -> None:
 plugin = Plugin(
     name="tools",
     apply=_apply,
-    provides=(TOOLS,),
-    description="the tool registry; when the system prompt is loaded first, also its tool provider",
+    provides=(TOOLS, TOOL_ENV),
+    description="the tool registry and the environment policy of tool subprocesses; when the system prompt is "
+    "loaded first, also its tool provider",
 )
