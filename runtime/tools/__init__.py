@@ -7,6 +7,7 @@ from .definition import ToolCall as ToolCall
 from .definition import ToolContext as ToolContext
 from .definition import ToolDefinitionError as ToolDefinitionError
 from .definition import ToolResult as ToolResult
+from .registry import EXECUTOR as EXECUTOR
 from .registry import TOOL_FAILED as TOOL_FAILED
 from .registry import TOOLS as TOOLS
 from .registry import UNKNOWN_TOOL as UNKNOWN_TOOL
@@ -16,6 +17,7 @@ from .registry import ToolView as ToolView
 from .registry import plugin as plugin
 
 __all__ = [
+    "EXECUTOR",
     "INVALID_ARGUMENTS",
     "TOOLS",
     "TOOL_FAILED",
