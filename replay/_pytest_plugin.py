@@ -1,0 +1,330 @@
+"""The pytest plugin (`pytest11` entry point `dsh`): every scenario directory under the roots a project names
+(`dsh_scenarios` in its pytest config, or `--dsh-scenarios DIR`) is collected as one test item that re-runs the
+recording through the scenario's deployment, compares the skeleton, then the goldens (syrupy snapshots beside the
+scenario, in `__snapshots__/scenario.ambr`). It does nothing in a project that names no root.
+
+It also gives hand-written tests `dsh_replay`, `dsh_store` and `dsh_author` (a scenario whose model is written in
+the test, in the replies format `dsh record --script` reads). See docs/testing.md."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+import yaml
+
+from plugins.llm_openai import Config as LiveConfig
+from runtime.kernel import DshError
+from runtime.session import CountingIds, FixedClock, SessionStore
+
+from ._recording import ROOT_LOG, child_logs
+from ._rerun import CLOCK_START, Rerun, golden_jsonl, record, rerun
+from ._scenario import LIVE_TRANSPORT, SCENARIO_FILE, Scenario, live_deployment, load_scenario
+
+__all__ = [
+    "GoldenMismatch",
+    "ScenarioDiverged",
+    "ScenarioItem",
+    "dsh_author",
+    "dsh_replay",
+    "dsh_store",
+    "pytest_addoption",
+    "pytest_configure",
+]
+
+INI = "dsh_scenarios"
+ITEM_NAME = "replay"
+"""Every scenario's one item is named this, so its goldens are `replay[log]` and `replay[view]` whichever
+directory the scenario moves to."""
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("dsh", "dsh replay scenarios")
+    group.addoption(
+        "--dsh-scenarios",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="Collect every scenario directory (holding scenario.yml) below DIR as a test (adds to the "
+        f"{INI} ini option; may be given more than once).",
+    )
+    group.addoption(
+        "--dsh-record",
+        action="store_true",
+        default=False,
+        help="Re-record the selected scenarios against the live model before replaying them (a scenario whose "
+        "route has no key is skipped).",
+    )
+    parser.addini(
+        INI,
+        type="args",
+        default=[],
+        help="Directories, relative to the rootdir, whose scenario directories (holding scenario.yml) are "
+        "collected as tests by dsh's plugin.",
+    )
+
+
+def _roots(config: pytest.Config) -> list[Path]:
+    named = [(config.rootpath, str(entry), f"{INI} ini option") for entry in config.getini(INI)]
+    named += [
+        (config.invocation_params.dir, entry, "--dsh-scenarios") for entry in config.option.dsh_scenarios
+    ]
+    roots = []
+    for base, entry, where in named:
+        root = (base / entry).resolve()
+        if not root.is_dir():
+            raise pytest.UsageError(
+                f"{where}: {entry!r} is not a directory (resolved to {root}); name a directory of scenarios, "
+                f"relative to {'the rootdir' if where.startswith(INI) else 'the current directory'}"
+            )
+        roots.append(root)
+    return list(dict.fromkeys(roots))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    roots = _roots(config)
+    if not roots:
+        return  # inert: this project does not test scenarios
+    if not config.pluginmanager.hasplugin("syrupy"):
+        raise pytest.UsageError(
+            f"{INI} is set, and dsh's scenario goldens are syrupy snapshots: install syrupy (pip install syrupy)"
+        )
+    if config.args_source != pytest.Config.ArgsSource.ARGS:
+        # no paths were given: pytest collects its testpaths (or the current directory); make sure that includes
+        # the roots, so naming them once in the config is enough
+        covered = [(config.invocation_params.dir / arg).resolve() for arg in config.args]
+        for root in roots:
+            if not any(root.is_relative_to(path) for path in covered):
+                config.args.append(str(root))
+    config.pluginmanager.register(_Scenarios(roots), "dsh-scenarios")
+
+
+class _Scenarios:
+    """The active half of the plugin: collects scenario directories below the roots."""
+
+    def __init__(self, roots: Sequence[Path]) -> None:
+        self.roots = list(roots)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collect_directory(self, path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+        if not (path / SCENARIO_FILE).is_file():
+            return None
+        resolved = path.resolve()
+        if not any(resolved.is_relative_to(root) for root in self.roots):
+            return None
+        return ScenarioDirectory.from_parent(parent, path=path)
+
+
+class ScenarioDirectory(pytest.Directory):
+    """A scenario directory: one item, and nothing below it is collected (its workspace is data, not tests)."""
+
+    def collect(self) -> Iterator[pytest.Item]:
+        yield ScenarioItem.from_parent(self, name=ITEM_NAME, callobj=replay_scenario, directory=self.path)
+
+
+def replay_scenario(request: pytest.FixtureRequest, snapshot: Any) -> None:
+    """Re-run the scenario through its deployment; compare its skeleton with the recording's, then its goldens."""
+    item = request.node
+    assert isinstance(item, ScenarioItem)
+    item.check(snapshot)
+
+
+class ScenarioDiverged(Exception):
+    """The replay did not do what the recording did (its skeleton differs, or the replay adapter or a recorded
+    tool met a call the recording does not hold)."""
+
+
+class GoldenMismatch(Exception):
+    """The replay matches its recording's skeleton, and its replayed log or view differs from the golden."""
+
+
+class ScenarioItem(pytest.Function):
+    """One scenario as a test. A pytest Function (its callable is `replay_scenario`), so it gets fixtures, and syrupy's
+    `snapshot` fixture places its goldens beside the scenario: the item's path is the scenario's `scenario.yml`."""
+
+    def __init__(self, *, directory: Path, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.directory = directory
+        self.path = directory / SCENARIO_FILE
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, None, f"scenario {self._shown}"
+
+    @property
+    def _shown(self) -> str:
+        try:
+            return self.directory.resolve().relative_to(self.config.rootpath).as_posix()
+        except ValueError:
+            return str(self.directory)
+
+    def check(self, snapshot: Any) -> None:
+        scenario = load_scenario(self.directory)
+        if self.config.option.dsh_record:
+            self._record(scenario)
+            scenario = load_scenario(self.directory)
+        result = anyio.run(lambda: rerun(scenario))
+        if result.divergence is not None:
+            raise ScenarioDiverged(
+                f"scenario {self._shown} diverged from its recording:\n{_indent(result.divergence)}\n"
+                f"reproduce: dsh replay {self._shown}"
+            )
+        for name, data in (("log", [golden_jsonl(log) for _, log in result.logs]), ("view", result.view)):
+            assertion = snapshot(name=name)
+            if not assertion == data:
+                raise GoldenMismatch(self._golden_report(assertion, name))
+
+    def _record(self, scenario: Scenario) -> None:
+        missing = _missing_key(scenario)
+        if missing is not None:
+            pytest.skip(f"--dsh-record: {missing}")
+        logs = anyio.run(lambda: record(scenario))
+        for stale in child_logs(self.directory):
+            stale.unlink()
+        for number, (_, data) in enumerate(logs):
+            name = ROOT_LOG if number == 0 else f"session.{number}.jsonl"
+            (self.directory / name).write_bytes(data)
+
+    def _golden_report(self, assertion: Any, name: str) -> str:
+        result = assertion.executions[assertion.num_executions - 1]
+        where = f"{Path(result.snapshot_location).relative_to(self.directory).as_posix()} [{result.snapshot_name}]"
+        what = "replayed log" if name == "log" else "view (what the user saw)"
+        head = f"scenario {self._shown}: the {what} differs from its golden {where}"
+        if result.recalled_data is None:
+            detail = "  the golden does not exist yet: write it with pytest --snapshot-update"
+        else:
+            detail = _first_difference(str(result.recalled_data), str(result.asserted_data or ""))
+        return (
+            f"{head}\n{detail}\nreproduce: dsh replay {self._shown}\n"
+            f"if the change is intended, refresh the goldens: pytest --snapshot-update {self._shown}"
+        )
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:
+        """The report alone for a divergence, a golden mismatch or a dsh error; the traceback only with -vv."""
+        error = excinfo.value
+        if self.config.get_verbosity() < 2:
+            if isinstance(error, ScenarioDiverged | GoldenMismatch):
+                return str(error)
+            if isinstance(error, DshError):
+                return f"scenario {self._shown}: {type(error).__name__}: {error}\n(-vv shows the traceback)"
+        return super().repr_failure(excinfo)
+
+
+def _indent(text: str) -> str:
+    return "\n".join(f"  {line}" for line in text.splitlines())
+
+
+def _located(line: str) -> str:
+    """Where a golden log line is: its event type, seq, turn, step and call, when it is one event of a log."""
+    try:
+        event = json.loads(line.strip())
+    except ValueError:
+        return ""
+    if not isinstance(event, dict) or "type" not in event:
+        return ""
+    data: dict[str, Any] = event["data"] if isinstance(event.get("data"), dict) else {}
+    parts = [str(event["type"])]
+    if "seq" in event:
+        parts.append(f"seq {event['seq']}")
+    if "turn" in data:
+        parts.append(f"turn {data['turn']}" + (f" step {data['step']}" if "step" in data else ""))
+    call = data.get("callId") or data.get("message", {}).get("source", {}).get("callId")
+    if call:
+        parts.append(f"call {call}" + (f" ({data['name']})" if "name" in data else ""))
+    return ", ".join(parts)
+
+
+def _first_difference(golden: str, replayed: str) -> str:
+    old, new = golden.splitlines(), replayed.splitlines()
+    at = next((i for i, (a, b) in enumerate(zip(old, new, strict=False)) if a != b), min(len(old), len(new)))
+    had = old[at].strip() if at < len(old) else "(nothing: the golden ends here)"
+    did = new[at].strip() if at < len(new) else "(nothing: the replay ends here)"
+    place = _located(had) or _located(did)
+    return (
+        f"  first difference at golden line {at + 1}" + (f" ({place})" if place else "") + ":\n"
+        f"  - golden (the recording): {had}\n  + replayed:                {did}"
+    )
+
+
+def _missing_key(scenario: Scenario) -> str | None:
+    """Why the scenario cannot be recorded live here (its route's key is not set), or None."""
+    deployment = live_deployment(scenario)
+    routes = [
+        route
+        for entry in deployment.plugins
+        if entry.use == LIVE_TRANSPORT and isinstance(entry.config, LiveConfig)
+        for route in entry.config.providers
+    ]
+    wanted = scenario.doc.provider or deployment.provider
+    chosen = [route for route in routes if wanted is None or route.id == wanted][:1]
+    if not chosen:
+        return f"the deployment {deployment.path} has no live route {wanted or ''} to record against".replace(
+            "  ", " "
+        )
+    route = chosen[0]
+    if route.api_key_env is not None and not os.environ.get(route.api_key_env):
+        return f"route {route.id} needs its key in {route.api_key_env}, which is not set"
+    return None
+
+
+# ---------------------------------------------------------------- fixtures for hand-written tests
+
+
+@pytest.fixture
+def dsh_replay(request: pytest.FixtureRequest) -> Callable[[str | Path], Rerun]:
+    """`dsh_replay(path) -> Rerun`: re-run a scenario directory or JSONL log (a relative path is taken from the
+    rootdir); the result holds the replayed events, tool calls, final text, view and any divergence."""
+    root = request.config.rootpath
+
+    def run(path: str | Path) -> Rerun:
+        scenario = load_scenario(Path(path) if Path(path).is_absolute() else root / path)
+        return anyio.run(lambda: rerun(scenario))
+
+    return run
+
+
+@pytest.fixture
+def dsh_store(tmp_path: Path) -> Iterator[SessionStore]:
+    """A session store in a temporary directory, with the deterministic clock and ids replays use."""
+    with SessionStore(tmp_path / "sessions.db", clock=FixedClock(CLOCK_START, 1), ids=CountingIds()) as store:
+        yield store
+
+
+@pytest.fixture
+def dsh_author(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Path]:
+    """`dsh_author(inputs, replies, deployment=None, workspace=None, tools=None) -> Path`: a scenario recorded
+    against a model written in the test (`replies`: the list `dsh record --script` reads under `replies:`), in a
+    temporary directory; pass it to `dsh_replay`. `deployment` is a deployment file (default: replay's own)."""
+
+    def author(
+        inputs: Sequence[str],
+        replies: Sequence[Mapping[str, Any]],
+        *,
+        deployment: str | Path | None = None,
+        workspace: str | Path | None = None,
+        tools: Mapping[str, str] | None = None,
+    ) -> Path:
+        directory = Path(tempfile.mkdtemp(prefix="scenario-", dir=tmp_path_factory.getbasetemp()))
+        doc: dict[str, Any] = {"inputs": list(inputs)}
+        if deployment is not None:
+            doc["deployment"] = str(Path(deployment).resolve())
+        if tools:
+            doc["tools"] = dict(tools)
+        if workspace is not None:
+            shutil.copytree(workspace, directory / "workspace", symlinks=True)
+        (directory / SCENARIO_FILE).write_text(yaml.safe_dump(doc), encoding="utf-8")
+        script = directory / "replies.yml"
+        script.write_text(yaml.safe_dump({"replies": [dict(reply) for reply in replies]}), encoding="utf-8")
+        scenario = load_scenario(directory)
+        logs = anyio.run(lambda: record(scenario, replies=script))
+        for number, (_, data) in enumerate(logs):
+            (directory / (ROOT_LOG if number == 0 else f"session.{number}.jsonl")).write_bytes(data)
+        return directory
+
+    return author
