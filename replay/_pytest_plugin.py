@@ -205,7 +205,9 @@ class ScenarioItem(pytest.Function):
             f"if the change is intended, refresh the goldens: pytest --snapshot-update {self._shown}"
         )
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:
+    def repr_failure(  # type: ignore[override]  # pytest.Function narrows Node.repr_failure the same way
+        self, excinfo: pytest.ExceptionInfo[BaseException]
+    ) -> Any:
         """The report alone for a divergence, a golden mismatch or a dsh error; the traceback only with -vv."""
         error = excinfo.value
         if self.config.get_verbosity() < 2:
