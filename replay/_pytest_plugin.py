@@ -171,14 +171,22 @@ class ScenarioItem(pytest.Function):
             scenario = load_scenario(self.directory)
         result = anyio.run(lambda: rerun(scenario))
         if result.divergence is not None:
+            # a replay that diverged never writes goldens; they are still compared, so syrupy counts them used (and
+            # --snapshot-update does not delete them as unused)
+            snapshot.update_snapshots = snapshot.update_new_snapshots_only = False
+        # both goldens are compared (so neither is reported unused when the other differs); the log's report first
+        problems = []
+        for name, data in (("log", [golden_jsonl(log) for _, log in result.logs]), ("view", result.view)):
+            assertion = snapshot(name=name)
+            if assertion != data:
+                problems.append(self._golden_report(assertion, name))
+        if result.divergence is not None:
             raise ScenarioDiverged(
                 f"scenario {self._shown} diverged from its recording:\n{_indent(result.divergence)}\n"
                 f"reproduce: dsh replay {self._shown}"
             )
-        for name, data in (("log", [golden_jsonl(log) for _, log in result.logs]), ("view", result.view)):
-            assertion = snapshot(name=name)
-            if not assertion == data:
-                raise GoldenMismatch(self._golden_report(assertion, name))
+        if problems:
+            raise GoldenMismatch("\n".join(problems[:1]) + _also(problems[1:]))
 
     def _record(self, scenario: Scenario) -> None:
         missing = _missing_key(scenario)
@@ -216,6 +224,12 @@ class ScenarioItem(pytest.Function):
             if isinstance(error, DshError):
                 return f"scenario {self._shown}: {type(error).__name__}: {error}\n(-vv shows the traceback)"
         return super().repr_failure(excinfo)
+
+
+def _also(more: list[str]) -> str:
+    if not more:
+        return ""
+    return "\n(the view golden differs too)" if len(more) == 1 else f"\n({len(more)} more goldens differ)"
 
 
 def _indent(text: str) -> str:
@@ -299,10 +313,14 @@ def dsh_store(tmp_path: Path) -> Iterator[SessionStore]:
 
 
 @pytest.fixture
-def dsh_author(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Path]:
+def dsh_author(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Callable[..., Path]:
     """`dsh_author(inputs, replies, deployment=None, workspace=None, tools=None) -> Path`: a scenario recorded
     against a model written in the test (`replies`: the list `dsh record --script` reads under `replies:`), in a
-    temporary directory; pass it to `dsh_replay`. `deployment` is a deployment file (default: replay's own)."""
+    temporary directory; pass it to `dsh_replay`. `deployment` is a deployment file, a relative path taken from the
+    rootdir (default: replay's own); `workspace` a directory copied as the scenario's workspace."""
+    root = request.config.rootpath
 
     def author(
         inputs: Sequence[str],
@@ -315,11 +333,11 @@ def dsh_author(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Path]:
         directory = Path(tempfile.mkdtemp(prefix="scenario-", dir=tmp_path_factory.getbasetemp()))
         doc: dict[str, Any] = {"inputs": list(inputs)}
         if deployment is not None:
-            doc["deployment"] = str(Path(deployment).resolve())
+            doc["deployment"] = str(root / deployment)
         if tools:
             doc["tools"] = dict(tools)
         if workspace is not None:
-            shutil.copytree(workspace, directory / "workspace", symlinks=True)
+            shutil.copytree(root / workspace, directory / "workspace", symlinks=True)
         (directory / SCENARIO_FILE).write_text(yaml.safe_dump(doc), encoding="utf-8")
         script = directory / "replies.yml"
         script.write_text(yaml.safe_dump({"replies": [dict(reply) for reply in replies]}), encoding="utf-8")
