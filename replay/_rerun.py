@@ -39,6 +39,7 @@ from ._placeholders import CWD_PLACEHOLDER
 from ._plugin import REPLAY
 from ._recording import Recording, child_logs, load_recording
 from ._replayed import ToolCallRecord, final_text, log_events, tool_calls
+from ._routes import missing_key
 from ._scenario import Scenario, live_deployment, replay_deployment, scripted_deployment
 from ._script import Hang, recorded_turns
 from ._skeleton import first_divergence, skeleton
@@ -307,6 +308,12 @@ async def record(
     if scenario.doc.inputs is None:
         raise ScriptError(
             "recording needs the user inputs: list them under `inputs:` in scenario.yml",
+            place=str(scenario.directory or scenario.log),
+        )
+    if replies is None and (missing := missing_key(scenario)) is not None:
+        raise ScriptError(
+            f"cannot record against the live model: {missing}; set it, or serve hand-written replies "
+            "(dsh record --script replies.yml)",
             place=str(scenario.directory or scenario.log),
         )
     deployment = live_deployment(scenario) if replies is None else scripted_deployment(scenario, replies)
