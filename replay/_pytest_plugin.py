@@ -39,6 +39,7 @@ __all__ = [
 ]
 
 INI = "dsh_scenarios"
+GOLDEN_FILE = "scenario.ambr"
 ITEM_NAME = "replay"
 """Every scenario's one item is named this, so its goldens are `replay[log]` and `replay[view]` whichever
 directory the scenario moves to."""
@@ -106,19 +107,28 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 class _Scenarios:
-    """The active half of the plugin: collects scenario directories below the roots."""
+    """The active half of the plugin: collects scenario directories below the roots, and shows syrupy the goldens
+    of a directory that lost its scenario.yml, so they are reported unused (and deleted by --snapshot-update) as any
+    unused snapshot is."""
 
     def __init__(self, roots: Sequence[Path]) -> None:
         self.roots = list(roots)
+        self.orphans: list[Path] = []
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collect_directory(self, path: Path, parent: pytest.Collector) -> pytest.Collector | None:
-        if not (path / SCENARIO_FILE).is_file():
-            return None
         resolved = path.resolve()
         if not any(resolved.is_relative_to(root) for root in self.roots):
             return None
+        if not (path / SCENARIO_FILE).is_file():
+            if (path / parent.config.option.snapshot_dirname / GOLDEN_FILE).is_file():
+                self.orphans.append(path)
+            return None
         return ScenarioDirectory.from_parent(parent, path=path)
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        for directory in self.orphans:
+            _show_goldens(session.config, _GoldenSite(directory))
 
 
 class ScenarioDirectory(pytest.Directory):
@@ -229,6 +239,34 @@ class ScenarioItem(pytest.Function):
             if isinstance(error, DshError):
                 return f"scenario {self._shown}: {type(error).__name__}: {error}\n(-vv shows the traceback)"
         return super().repr_failure(excinfo)
+
+
+class _GoldenSite:
+    """What syrupy reads of a test item to place its snapshots (path, name, id, callable), for a scenario directory
+    that has goldens and no scenario: the item it would have."""
+
+    def __init__(self, directory: Path) -> None:
+        self.path = directory / SCENARIO_FILE
+        self.name = ITEM_NAME
+        self.nodeid = f"{directory.as_posix()}::{ITEM_NAME}"
+        self.obj = replay_scenario
+
+
+def _show_goldens(config: pytest.Config, site: _GoldenSite) -> None:
+    """Register, unasserted, a snapshot assertion at `site` with syrupy's session: it discovers the goldens there,
+    and none of them being used, reports them unused (syrupy has no public way to name a site to discover)."""
+    from syrupy.assertion import SnapshotAssertion
+    from syrupy.extensions import DEFAULT_EXTENSION
+    from syrupy.location import PyTestLocation
+    from syrupy.utils import import_module_member
+
+    extension = config.option.default_extension
+    SnapshotAssertion(
+        update_snapshots=config.option.update_snapshots,
+        extension_class=import_module_member(extension) if extension else DEFAULT_EXTENSION,
+        test_location=PyTestLocation(site),  # type: ignore[arg-type]  # syrupy reads only what _GoldenSite has
+        session=config._syrupy,  # type: ignore[attr-defined]  # syrupy keeps its session on the config
+    )
 
 
 def _also(more: list[str]) -> str:

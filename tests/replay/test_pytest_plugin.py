@@ -289,6 +289,15 @@ def test_k_selects_and_unused_goldens_are_reported(goldened: Path, pytester: pyt
     cleaned = run(pytester, "--snapshot-update")
     cleaned.stdout.fnmatch_lines(["*1 unused snapshot deleted*"])
     assert "stale" not in golden.read_text()
+    # a scenario directory that lost its scenario.yml keeps goldens nobody uses
+    (goldened / "scenarios" / "weather" / "scenario.yml").unlink()
+    orphaned = run(pytester)
+    orphaned.assert_outcomes(passed=1)
+    orphaned.stdout.fnmatch_lines(["*2 snapshots unused*"])
+    assert orphaned.ret != 0
+    run(pytester, "--snapshot-update").stdout.fnmatch_lines(["*2 unused snapshots deleted*"])
+    assert not (goldened / "scenarios" / "weather" / "__snapshots__" / "scenario.ambr").exists()
+    run(pytester).assert_outcomes(passed=1)
 
 
 def test_scenarios_spread_across_two_workers(goldened: Path, pytester: pytest.Pytester) -> None:
