@@ -5,6 +5,7 @@ the replays, no network. The goldens are written once, by `pytest --snapshot-upd
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -12,6 +13,7 @@ import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import ClassVar
 from urllib.parse import parse_qs, urlparse
 
 import pytest
@@ -312,6 +314,71 @@ def test_dsh_record_skips_a_route_without_its_key(goldened: Path, pytester: pyte
     result.stdout.fnmatch_lines(
         ["*--dsh-record: route deepseek-official needs its key in DEEPSEEK_API_KEY, which is not set*"]
     )
+
+
+class _Model(BaseHTTPRequestHandler):
+    """A live model on 127.0.0.1 speaking the OpenAI-compatible streaming API: it answers every request in text."""
+
+    requests: ClassVar[list[dict[str, str]]] = []
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["content-length"]))
+        self.requests.append({"path": self.path, "authorization": self.headers.get("authorization", "")})
+        chunks = [
+            {"choices": [{"index": 0, "delta": {"content": "Apples cost "}, "finish_reason": None}]},
+            {"choices": [{"index": 0, "delta": {"content": "3 coins, live."}, "finish_reason": "stop"}]},
+        ]
+        body = (
+            b"".join(b"data: " + json.dumps(chunk).encode() + b"\n\n" for chunk in chunks)
+            + b"data: [DONE]\n\n"
+        )
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        """Quiet: the test reads what the model was asked, not the server's log."""
+
+
+def test_dsh_record_re_records_against_the_live_route_then_replays(
+    goldened: Path, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Model)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        route = (
+            f"{{id: local, base_url: 'http://127.0.0.1:{server.server_address[1]}', api_key_env: SHOP_KEY, "
+            "models: [shop-model]}"
+        )
+        deployment = goldened / "agent.yml"
+        deployment.write_text(
+            "provider: local\nmodel: shop-model\n"
+            + deployment.read_text().replace(
+                "{id: llm-openai, use: plugins.llm_openai}",
+                f"{{id: llm-openai, use: plugins.llm_openai, config: {{providers: [{route}]}}}}",
+            )
+        )
+        skipped = run(pytester, "--dsh-record", "-rs", "scenarios/price")
+        skipped.assert_outcomes(skipped=1)
+        skipped.stdout.fnmatch_lines(
+            ["*--dsh-record: route local needs its key in SHOP_KEY, which is not set*"]
+        )
+        monkeypatch.setenv("SHOP_KEY", "a-test-key")
+        recorded = run(pytester, "--dsh-record", "--snapshot-update", "scenarios/price")
+        recorded.assert_outcomes(passed=1)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+    assert _Model.requests == [{"path": "/chat/completions", "authorization": "Bearer a-test-key"}]
+    log = (goldened / "scenarios" / "price" / "session.jsonl").read_text()
+    assert "3 coins, live." in log
+    assert "a-test-key" not in log
+    monkeypatch.delenv("SHOP_KEY")
+    run(pytester, "scenarios/price").assert_outcomes(passed=1)  # the new recording replays with no key
 
 
 def test_scenario_roots_from_the_command_line_join_the_collection(
