@@ -40,6 +40,8 @@ __all__ = [
 
 INI = "dsh_scenarios"
 GOLDEN_FILE = "scenario.ambr"
+GOLDENS = ("log", "view")
+NOT_RUN = "(the scenario did not run)"
 ITEM_NAME = "replay"
 """Every scenario's one item is named this, so its goldens are `replay[log]` and `replay[view]` whichever
 directory the scenario moves to."""
@@ -183,18 +185,27 @@ class ScenarioItem(pytest.Function):
             return str(self.directory)
 
     def check(self, snapshot: Any) -> None:
-        scenario = load_scenario(self.directory)
-        if self.config.option.dsh_record:
-            self._record(scenario)
+        try:
             scenario = load_scenario(self.directory)
-        result = anyio.run(lambda: rerun(scenario))
+            if self.config.option.dsh_record:
+                self._record(scenario)
+                scenario = load_scenario(self.directory)
+            result = anyio.run(lambda: rerun(scenario))
+        except Exception:
+            # the scenario did not run: its goldens are kept (compared with nothing, never written), not taken
+            # for unused ones that --snapshot-update would delete
+            snapshot.update_snapshots = snapshot.update_new_snapshots_only = False
+            for name in GOLDENS:
+                _ = snapshot(name=name) == NOT_RUN
+            raise
         if result.divergence is not None:
             # a replay that diverged never writes goldens; they are still compared, so syrupy counts them used (and
             # --snapshot-update does not delete them as unused)
             snapshot.update_snapshots = snapshot.update_new_snapshots_only = False
         # both goldens are compared (so neither is reported unused when the other differs); the log's report first
         problems = []
-        for name, data in (("log", [golden_jsonl(log) for _, log in result.logs]), ("view", result.view)):
+        replayed = {"log": [golden_jsonl(log) for _, log in result.logs], "view": result.view}
+        for name, data in replayed.items():
             assertion = snapshot(name=name)
             if assertion != data:
                 problems.append(self._golden_report(assertion, name))

@@ -280,6 +280,23 @@ def test_a_diverging_replay_reports_the_first_differing_call(
     assert golden.read_bytes() == before
 
 
+def test_a_scenario_that_cannot_run_fails_readably_and_keeps_its_goldens(
+    goldened: Path, pytester: pytest.Pytester
+) -> None:
+    spec = goldened / "scenarios" / "price" / "scenario.yml"
+    spec.write_text(spec.read_text() + "inptus: [typo]\n")
+    golden = goldened / "scenarios" / "price" / "__snapshots__" / "scenario.ambr"
+    before = golden.read_bytes()
+    result = run(pytester, "--snapshot-update")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        ["scenario scenarios/price: ScriptError: *scenario.yml: bad scenario.yml: *inptus*"]
+    )
+    assert "Traceback" not in result.stdout.str()
+    assert "deleted" not in result.stdout.str()
+    assert golden.read_bytes() == before
+
+
 def test_k_selects_and_unused_goldens_are_reported(goldened: Path, pytester: pytest.Pytester) -> None:
     result = run(pytester, "-k", "weather")
     result.assert_outcomes(passed=1, deselected=1)
