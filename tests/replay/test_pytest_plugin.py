@@ -408,6 +408,8 @@ def test_scenario_roots_from_the_command_line_join_the_collection(
     run(pytester, "--dsh-scenarios", "scenarios").assert_outcomes(passed=3)
     bad = run(pytester, "--dsh-scenarios", "nowhere")
     bad.stderr.fnmatch_lines(["*--dsh-scenarios: 'nowhere' is not a directory*"])
+    without = run(pytester, "-p", "no:syrupy", "--dsh-scenarios", "scenarios")
+    without.stderr.fnmatch_lines(["*dsh's scenario goldens are syrupy snapshots: install syrupy*"])
 
 
 def test_hand_written_tests_use_the_fixtures(goldened: Path, pytester: pytest.Pytester) -> None:
