@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import msgspec
 import pytest
 import yaml
 
@@ -34,6 +35,7 @@ __all__ = [
     "dsh_author",
     "dsh_replay",
     "dsh_store",
+    "in_project",
     "pytest_addoption",
     "pytest_configure",
 ]
@@ -186,10 +188,10 @@ class ScenarioItem(pytest.Function):
 
     def check(self, snapshot: Any) -> None:
         try:
-            scenario = load_scenario(self.directory)
+            scenario = in_project(load_scenario(self.directory), self.config.rootpath)
             if self.config.option.dsh_record:
                 self._record(scenario)
-                scenario = load_scenario(self.directory)
+                scenario = in_project(load_scenario(self.directory), self.config.rootpath)
             result = anyio.run(lambda: rerun(scenario))
         except Exception:
             # the scenario did not run: its goldens are kept (compared with nothing, never written), not taken
@@ -286,6 +288,17 @@ def _also(more: list[str]) -> str:
     return "\n(the view golden differs too)" if len(more) == 1 else f"\n({len(more)} more goldens differ)"
 
 
+def in_project(scenario: Scenario, root: Path) -> Scenario:
+    """`scenario` with its `deployment` resolved relative to the scenario, then (no such file there) to `root`."""
+    named = scenario.doc.deployment
+    if named is None or scenario.directory is None or (scenario.directory / named).exists():
+        return scenario
+    if not (root / named).is_file():
+        return scenario  # not found anywhere: loading it names the path beside the scenario
+    doc = msgspec.structs.replace(scenario.doc, deployment=str((root / named).resolve()))
+    return Scenario(scenario.name, scenario.log, scenario.directory, doc)
+
+
 def _indent(text: str) -> str:
     return "\n".join(f"  {line}" for line in text.splitlines())
 
@@ -332,7 +345,7 @@ def dsh_replay(request: pytest.FixtureRequest) -> Callable[[str | Path], Rerun]:
     root = request.config.rootpath
 
     def run(path: str | Path) -> Rerun:
-        scenario = load_scenario(Path(path) if Path(path).is_absolute() else root / path)
+        scenario = in_project(load_scenario(Path(path) if Path(path).is_absolute() else root / path), root)
         return anyio.run(lambda: rerun(scenario))
 
     return run

@@ -77,9 +77,14 @@ class Scenario:
 
     @property
     def deployment_file(self) -> Path:
+        """`deployment` relative to the scenario; when no such file is there, relative to the current directory (a
+        project's root, where `dsh replay` runs); default: replay's own."""
         if self.doc.deployment is None or self.directory is None:
             return DEFAULT_DEPLOYMENT
-        return (self.directory / self.doc.deployment).resolve()
+        beside = (self.directory / self.doc.deployment).resolve()
+        if beside.exists() or not Path(self.doc.deployment).is_file():
+            return beside
+        return Path(self.doc.deployment).resolve()
 
 
 def load_scenario(path: Path) -> Scenario:

@@ -203,6 +203,18 @@ def test_the_recorded_network_tool_replays_with_the_network_unavailable(
     live.stdout.fnmatch_lines(["*+ replayed:*KeyError*WEATHER_URL*"])
 
 
+def test_a_deployment_is_found_beside_the_scenario_then_at_the_rootdir(
+    goldened: Path, pytester: pytest.Pytester
+) -> None:
+    spec = goldened / "scenarios" / "price" / "scenario.yml"
+    spec.write_text(spec.read_text().replace("deployment: ../../agent.yml", "deployment: agent.yml"))
+    run(pytester).assert_outcomes(passed=2)  # agent.yml is not beside the scenario: the rootdir's is used
+    (goldened / "scenarios" / "price" / "agent.yml").write_text("plugins: []\n")
+    beside = run(pytester, "scenarios/price")
+    beside.assert_outcomes(failed=1)  # the one beside the scenario wins, and loads no live transport
+    beside.stdout.fnmatch_lines(["*loads no live transport*"])
+
+
 def test_a_persona_edit_still_passes(goldened: Path, pytester: pytest.Pytester) -> None:
     deployment = goldened / "agent.yml"
     deployment.write_text(deployment.read_text().replace("a shop assistant", "a terse shop clerk"))
