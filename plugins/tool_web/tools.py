@@ -86,7 +86,13 @@ def _fetch_tool(config: WebConfig) -> Tool:
         "properties": {"url": {"type": "string", "description": "The http(s) URL to fetch."}},
         "required": ["url"],
     }
-    return Tool(name="web_fetch", description=FETCH_DESCRIPTION, parameters=parameters, execute=execute)
+    return Tool(
+        name="web_fetch",
+        description=FETCH_DESCRIPTION,
+        parameters=parameters,
+        execute=execute,
+        hermetic=False,
+    )
 
 
 def format_results(results: SearchResults) -> str:
@@ -125,7 +131,13 @@ def _search_tool(search: SearchConfig, backend: SearchBackend) -> Tool:
         },
         "required": ["queries"],
     }
-    return Tool(name="web_search", description=SEARCH_DESCRIPTION, parameters=parameters, execute=execute)
+    return Tool(
+        name="web_search",
+        description=SEARCH_DESCRIPTION,
+        parameters=parameters,
+        execute=execute,
+        hermetic=False,
+    )
 
 
 def _apply(ctx: Context, config: WebConfig) -> None:

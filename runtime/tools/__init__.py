@@ -11,6 +11,7 @@ from .environment import CREDENTIAL_PATTERNS as CREDENTIAL_PATTERNS
 from .environment import TOOL_ENV as TOOL_ENV
 from .environment import EnvPolicy as EnvPolicy
 from .environment import ToolEnvironment as ToolEnvironment
+from .registry import EXECUTOR as EXECUTOR
 from .registry import TOOL_FAILED as TOOL_FAILED
 from .registry import TOOLS as TOOLS
 from .registry import UNKNOWN_TOOL as UNKNOWN_TOOL
@@ -21,6 +22,7 @@ from .registry import plugin as plugin
 
 __all__ = [
     "CREDENTIAL_PATTERNS",
+    "EXECUTOR",
     "INVALID_ARGUMENTS",
     "TOOLS",
     "TOOL_ENV",

@@ -7,16 +7,17 @@ from dataclasses import dataclass
 
 import anyio
 
-from runtime.kernel import Context, Disposer, NoConfig, Plugin, Scope, ServiceKey
+from runtime.kernel import Context, Disposer, NoConfig, Plugin, Scope, ServiceKey, Waterfall
 from runtime.kernel.errors import ToolError
 from runtime.prompt import SYSTEM_PROMPT, AssembleContext, ToolSchema, ToolSet
 
 from .arguments import ArgumentValidator
-from .definition import Tool, ToolCall, ToolContext, ToolResult
+from .definition import Execute, Tool, ToolCall, ToolContext, ToolResult
 from .environment import TOOL_ENV, ToolEnvironment
 from .guard import restore_dumpable, undumpable
 
 __all__ = [
+    "EXECUTOR",
     "TOOLS",
     "TOOL_FAILED",
     "UNKNOWN_TOOL",
@@ -29,6 +30,12 @@ __all__ = [
 
 UNKNOWN_TOOL = "UNKNOWN_TOOL"
 TOOL_FAILED = "TOOL_FAILED"
+
+EXECUTOR = Waterfall[Execute, Tool]("tools/executor")
+"""Which executor runs one call, after its arguments are validated: the value is the tool's own `execute`, the
+arguments are `(tool, call, context)`. A listener may return another executor (replay serves a recorded result
+instead of running a tool that cannot run in CI); with no listener the tool runs as defined. Whatever executor
+comes back runs inside the pipeline's failure containment."""
 
 
 class DuplicateToolError(ToolError, ValueError):
@@ -155,8 +162,9 @@ class ToolView:
         arguments = entry.validator.parse(call.arguments)
         if isinstance(arguments, ToolResult):
             return arguments
+        execute = await self._ctx.waterfall(EXECUTOR, entry.tool.execute, entry.tool, call, context)
         try:
-            result = await entry.tool.execute(arguments, context)
+            result = await execute(arguments, context)
         except anyio.get_cancelled_exc_class():
             raise
         except Exception as error:
