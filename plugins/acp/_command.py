@@ -13,7 +13,7 @@ import anyio
 from acp import Agent, stdio_streams
 from acp.agent.connection import AgentSideConnection
 
-from runtime.cli import ConfigOption, Host, ReplayOption, StoreOption, open_host
+from runtime.host import ConfigOption, Host, ReplayOption, StoreOption, open_host
 
 from ._server import AcpServer
 from ._transport import ByteReader, ByteWriter, LineTransport

@@ -19,19 +19,20 @@ from rich.markup import escape
 from rich.table import Table
 
 from runtime.agent import AGENTS, Agent, AgentOptions, assemble_context_for, last_turn_end
-from runtime.kernel import DshError
-from runtime.prompt import SYSTEM_PROMPT, render_prompt
-
-from .host import Host, open_host
-from .options import (
+from runtime.host import (
     ConfigOption,
     CwdOption,
+    Host,
     ModelOption,
     ProviderOption,
     ReplayOption,
     SessionOption,
     StoreOption,
+    open_host,
 )
+from runtime.kernel import DshError
+from runtime.prompt import SYSTEM_PROMPT, render_prompt
+
 from .sessions_cmd import sessions_table
 
 __all__ = ["COMMANDS", "Interrupts", "LineReader", "chat"]

@@ -11,8 +11,7 @@ import anyio
 import typer
 from rich.console import Console
 
-from .host import open_host
-from .options import (
+from runtime.host import (
     ConfigOption,
     CwdOption,
     ModelOption,
@@ -20,6 +19,7 @@ from .options import (
     ReplayOption,
     SessionOption,
     StoreOption,
+    open_host,
 )
 
 __all__ = ["run"]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -17,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
+from runtime.host import ByteProgress, StoreOption, open_store, resolve_session, terminal_stderr
 from runtime.kernel.errors import SessionError
 from runtime.session import (
     AssistantMessageData,
@@ -32,9 +32,7 @@ from runtime.session import (
     project,
 )
 
-from .progress import ByteProgress, terminal_stderr
-
-__all__ = ["StoreOption", "default_store_path", "sessions_app", "sessions_table"]
+__all__ = ["sessions_app", "sessions_table"]
 
 sessions_app = typer.Typer(
     help="Session logs: list, show, export, import, fork.\n\nExample: dsh sessions list --store sessions.db",
@@ -42,21 +40,11 @@ sessions_app = typer.Typer(
 )
 
 
-def default_store_path() -> Path:
-    """`$XDG_DATA_HOME/dsh/sessions.db`, or `~/.local/share/dsh/sessions.db`."""
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "dsh" / "sessions.db"
-
-
-StoreOption = Annotated[
-    Path | None,
-    typer.Option("--store", help="The session store file \\[default: $XDG_DATA_HOME/dsh/sessions.db]."),
-]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 
 
 def _open(store: Path | None) -> SessionStore:
-    return SessionStore(store or default_store_path())
+    return open_store(store)
 
 
 def _when(ms: int) -> str:
@@ -234,7 +222,9 @@ def _render(console: Console, event: StoredEvent, spawned: dict[tuple[int, int, 
 
 @sessions_app.command("show")
 def show(
-    session_id: Annotated[str, typer.Argument(metavar="ID", help="The session id.")],
+    session_id: Annotated[
+        str, typer.Argument(metavar="ID", help="The session id (or a unique prefix of it).")
+    ],
     store: StoreOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -243,6 +233,7 @@ def show(
     Example: dsh sessions show 01J5Z3... --store sessions.db
     """
     with _open(store) as opened:
+        session_id = resolve_session(opened, session_id)
         info = opened.info(session_id)
         length = opened.length(session_id)
         children = _child_tree(opened, info)
@@ -286,7 +277,9 @@ def show(
 
 @sessions_app.command("export")
 def export(
-    session_id: Annotated[str, typer.Argument(metavar="ID", help="The session id.")],
+    session_id: Annotated[
+        str, typer.Argument(metavar="ID", help="The session id (or a unique prefix of it).")
+    ],
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="Write here instead of stdout.")
     ] = None,
@@ -298,6 +291,7 @@ def export(
     Example: dsh sessions export 01J5Z3... -o session.jsonl
     """
     with _open(store) as opened:
+        session_id = resolve_session(opened, session_id)
         if output is None:
             export_jsonl(opened, session_id, sys.stdout.buffer, pack=not no_pack)
             sys.stdout.buffer.flush()
@@ -336,7 +330,9 @@ def import_(
 
 @sessions_app.command("fork")
 def fork(
-    session_id: Annotated[str, typer.Argument(metavar="ID", help="The session to fork.")],
+    session_id: Annotated[
+        str, typer.Argument(metavar="ID", help="The session to fork (its id or a unique prefix of it).")
+    ],
     at: Annotated[
         int | None, typer.Option("--at", help="The last inherited seq (default: the last event).")
     ] = None,
@@ -348,6 +344,7 @@ def fork(
     Example: dsh sessions fork 01J5Z3... --at 41
     """
     with _open(store) as opened:
+        session_id = resolve_session(opened, session_id)
         child = opened.fork(session_id, at)
     if as_json:
         typer.echo(json.dumps({"id": child.id, "seedLength": child.seed_length}))

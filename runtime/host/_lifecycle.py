@@ -1,6 +1,7 @@
-"""The host side of every command that runs agents (`dsh run`, `dsh chat`, `dsh acp`): open the session store,
-provide it on a root context, load the deployment into it, install the model transport (the live adapters the
-deployment loads, or a replay adapter with `--replay`) and work out the agents' options."""
+"""The host lifecycle every front end shares (`dsh run`, `dsh chat`, `dsh prompt`, `dsh acp`, the replay driver):
+provide the session store on a fresh root context, load the deployment into it, and undo all of it in reverse on
+exit (`hosted`); and how the `dsh` command picks what to host (`open_host`: `--config` or `$DSH_CONFIG`, `--store`
+or the user's store, and `--replay LOG` swapping the deployment's model for a recording)."""
 
 from __future__ import annotations
 
@@ -8,19 +9,19 @@ import os
 from collections.abc import Iterator
 from contextlib import AbstractAsyncContextManager, contextmanager
 from dataclasses import dataclass, replace
-from importlib.metadata import entry_points
 from pathlib import Path
-from tempfile import TemporaryDirectory
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
-from runtime.agent import AGENTS, EVENT, Agent, AgentOptions
 from runtime.kernel import ConfigError, Context, Deployment, ServiceKey, load_deployment, load_deployment_into
 from runtime.session import STORE, SessionStore
 
-from .sessions_cmd import default_store_path
-from .view import TerminalView
+from ._stores import open_store, resolve_session
+from ._view import TerminalView
+
+if TYPE_CHECKING:
+    from runtime.agent import Agent, AgentOptions
 
 __all__ = [
     "CONFIG_ENV",
@@ -28,17 +29,17 @@ __all__ = [
     "REPLAY_ENTRY_POINT_GROUP",
     "Host",
     "deployment_path",
-    "replayed",
+    "hosted",
     "open_host",
-    "scratch_host",
+    "replayed",
 ]
 
 CONFIG_ENV = "DSH_CONFIG"
 REPLAY_ENTRY_POINT_GROUP = "dsh.replay"
 
 HOST_SERVICES: tuple[ServiceKey[Any], ...] = (STORE,)
-"""The services the `dsh` command provides on the root context (the session store); `dsh config check` counts them
-as present."""
+"""The services a host provides on the root context (the session store); `dsh config check` counts them as
+present."""
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,8 @@ class Host:
         self, *, model: str | None = None, provider: str | None = None, cwd: Path | None = None
     ) -> AgentOptions:
         """Agent options: the flags first, then the deployment's `model:`/`provider:`."""
+        from runtime.agent import AgentOptions  # the agent loop loads with the deployment, not before
+
         return AgentOptions(
             provider=provider or self.deployment.provider,
             model=model or self.deployment.model,
@@ -68,36 +71,64 @@ class Host:
         cwd: Path | None = None,
         out: Console | None = None,
     ) -> AbstractAsyncContextManager[Agent]:
-        """`--session ID` resumed (in its own cwd unless `--cwd`), or a new session in `--cwd` or the current
-        directory; with `out`, every agent's events are shown there as they are appended. An unknown session id
-        fails here, before anything is opened."""
+        """`--session ID` resumed (in its own cwd unless `--cwd`; a unique prefix of an id is enough), or a new
+        session in `--cwd` or the current directory; with `out`, every agent's events are shown there as they are
+        appended. An unknown session id fails here, before anything is opened."""
+        from runtime.agent import AGENTS, EVENT
+
         if out is not None:
             self.ctx.on(EVENT, TerminalView(out).on_event)
         agents = self.ctx.get(AGENTS)
         options = self.options(model=model, provider=provider, cwd=cwd)
         if session is not None:
-            self.store.info(session)
-            return agents.resume(session, options)
+            return agents.resume(resolve_session(self.store, session), options)
         return agents.create(replace(options, cwd=cwd or Path.cwd()))
 
 
-def deployment_path(config: Path | None) -> Path:
-    """`--config`, else `$DSH_CONFIG`; neither is an error that says what to pass."""
+@contextmanager
+def hosted(deployment: Deployment, store: SessionStore) -> Iterator[Host]:
+    """Host `deployment` over `store`: a fresh root context providing the store, every plugin loaded in order;
+    on exit the plugins are unloaded in reverse and the context disposed. The store stays the caller's."""
+    ctx = Context()
+    ctx.provide(STORE, store)
+    try:
+        loaded = load_deployment_into(ctx, deployment)
+        try:
+            yield Host(ctx, deployment, store)
+        finally:
+            for plugin in reversed(loaded):
+                plugin.unload()
+    finally:
+        ctx.dispose()
+
+
+def deployment_path(config: Path | None, *, required: bool = True) -> Path | None:
+    """`--config`, else `$DSH_CONFIG`; neither is an error that says what to pass (or None when not `required`)."""
     if config is not None:
         return config
     env = os.environ.get(CONFIG_ENV)
     if env:
         return Path(env)
+    if not required:
+        return None
     raise ConfigError(
-        f"no deployment: pass --config FILE or set ${CONFIG_ENV} (examples/coding-agent.yml is a complete one)"
+        f"no deployment: pass --config FILE or set ${CONFIG_ENV} (examples/coding-agent.yml is a complete one), "
+        "or try a recording with no key: --replay fixtures/authored/fs-tools"
     )
 
 
-def replayed(deployment: Deployment, log: Path) -> Deployment:
-    """`--replay LOG` (run, chat, acp): the deployment with its live model transport swapped for a replay adapter
-    serving the recorded model calls of `log`, so the loop runs unchanged (the model is a transport). runtime/
-    imports nothing from replay/, so the swap arrives through the `dsh.replay` entry point: a function
-    `(deployment, log) -> Deployment`."""
+def replayed(deployment: Deployment | None, log: Path) -> Deployment:
+    """`--replay LOG` (run, chat, acp): the deployment with its model route, whatever it is called, served by a
+    replay adapter from the recorded model calls of `log`, so the loop runs unchanged (the model is a transport);
+    with no deployment, the one `dsh replay` re-runs recordings with. runtime/ imports nothing from replay/, so the
+    swap arrives through the `dsh.replay` entry point: a function `(deployment | None, log) -> Deployment`."""
+    if not log.exists():
+        raise ConfigError(
+            f"--replay {log}: no such file or directory; expected a JSONL log or a scenario directory "
+            "(e.g. fixtures/authored/fs-tools)"
+        )
+    from importlib.metadata import entry_points
+
     found = list(entry_points(group=REPLAY_ENTRY_POINT_GROUP))
     if not found:
         raise ConfigError(
@@ -113,34 +144,12 @@ def replayed(deployment: Deployment, log: Path) -> Deployment:
 
 @contextmanager
 def open_host(config: Path | None, store: Path | None, *, replay: Path | None = None) -> Iterator[Host]:
-    """Open the store (default: the user's), load the deployment into a fresh root context (its model served from
-    the recorded log `replay` when given), and undo all of it on exit."""
-    deployment = load_deployment(deployment_path(config))
+    """Open the store (`store`, else the user's), host the deployment (`config`, else `$DSH_CONFIG`; with
+    `replay`, its model served from that recording, and no deployment needed), and undo all of it on exit."""
+    path = deployment_path(config, required=replay is None)
+    deployment = None if path is None else load_deployment(path)
     if replay is not None:
         deployment = replayed(deployment, replay)
-    with SessionStore(store or default_store_path()) as opened:
-        ctx = Context()
-        ctx.provide(STORE, opened)
-        loaded = load_deployment_into(ctx, deployment)
-        try:
-            yield Host(ctx, deployment, opened)
-        finally:
-            for plugin in reversed(loaded):
-                plugin.unload()
-            ctx.dispose()
-
-
-@contextmanager
-def scratch_host() -> Iterator[Context]:
-    """A root context providing every host service over throwaway state (a session store in a temporary
-    directory, removed on exit): for commands that load a deployment to inspect it, never to run sessions."""
-    with (
-        TemporaryDirectory(prefix="dsh-") as directory,
-        SessionStore(Path(directory) / "sessions.db") as store,
-    ):
-        ctx = Context()
-        ctx.provide(STORE, store)
-        try:
-            yield ctx
-        finally:
-            ctx.dispose()
+    assert deployment is not None  # deployment_path raised when neither a deployment nor a replay is given
+    with open_store(store) as opened, hosted(deployment, opened) as host:
+        yield host
