@@ -13,6 +13,9 @@ key (an auxiliary call) is served the next unserved entry in recorded order, as 
 Every `ReplayMismatch` is raised inside the call's stream (where `LlmRuntime` turns it into `finish{error}`, as for
 any adapter failure) and kept: `assert_consumed()` raises the first one, then checks every entry was served.
 
+A hang override touches its ready file (in the live session's cwd) for a driver waiting on it; `ready_files=False`
+(a chat or ACP session replaying one, where nobody waits on a file) only hangs, leaving the workspace as it was.
+
 The adapter states the context window the recording's `request/context` stated for a route (`context_window`), so a
 replay logs the `request/context` the recording logged.
 """
@@ -77,13 +80,19 @@ class ReplayAdapter:
     cwd (a `SessionStore`, or a lookup callable); `pace_ms` sleeps that long before each chunk (cancellable)."""
 
     def __init__(
-        self, recording: Recording, *, sessions: SessionStore | SessionLookup, pace_ms: float = 0.0
+        self,
+        recording: Recording,
+        *,
+        sessions: SessionStore | SessionLookup,
+        pace_ms: float = 0.0,
+        ready_files: bool = True,
     ) -> None:
         if not pace_ms >= 0:
             raise ValueError(f"pace_ms must be >= 0, got {pace_ms}")
         self.recording = recording
         self._lookup: SessionLookup = sessions.info if isinstance(sessions, SessionStore) else sessions
         self._pace = pace_ms / 1000
+        self._ready_files = ready_files
         self._logs = [_Log(script) for script in recording.scripts]
         ids = [log.script.log.id for log in self._logs]
         if len(set(ids)) == len(
@@ -172,6 +181,9 @@ class ReplayAdapter:
                 or f"nothing is recorded at {format_call(call)}"
             )
         if index is None:
+            past = self._past_the_recording(log, request)
+            if past is not None:
+                raise past
             following = log.next_unserved()
             upcoming = (
                 "every entry has been served"
@@ -195,6 +207,33 @@ class ReplayAdapter:
         log.served[index] = True
         return log, log.script.entries[index]
 
+    def _past_the_recording(self, log: _Log, request: LlmRequest) -> LlmCallError | None:
+        """A step call of a turn after every recorded one, once all is served: the run went past the recording
+        (a replayed chat typed one more line). The mismatch is kept for `assert_consumed`; the turn fails with one
+        line saying so."""
+        call = request.call
+        turns = [entry.call.turn for entry in log.script.entries]
+        if call is None or call.purpose != "step" or not turns or call.turn <= max(turns):
+            return None
+        if log.next_unserved() is not None:
+            return None
+        recorded = len(set(turns))
+        message = (
+            f"the recording has no turn {call.turn} ({log.name} holds {recorded} "
+            f"turn{'' if recorded == 1 else 's'}); a replay goes only as far as its recording"
+        )
+        self._mismatch(
+            ReplayMismatch(
+                f"replay mismatch: {message}",
+                session_id=request.session_id,
+                log=log.name,
+                call=call,
+                recorded=f"{recorded} turns",
+                asked=f"call {format_call(call)} of live session {request.session_id!r}",
+            )
+        )
+        return LlmCallError(LlmFailure(message=message, code="REPLAY_ENDED"))
+
     # ------------------------------------------------------------ serving
 
     def context_window(self, provider: str, model: str) -> int | None:
@@ -212,7 +251,7 @@ class ReplayAdapter:
         if isinstance(entry.end, Throw):
             raise LlmCallError(LlmFailure(message=entry.end.message, code=entry.end.code))
         if isinstance(entry.end, Hang):
-            if entry.end.ready_file is not None:
+            if entry.end.ready_file is not None and self._ready_files:
                 ready = Path(log.cwd or Path.cwd()) / entry.end.ready_file
                 await anyio.Path(ready.parent).mkdir(parents=True, exist_ok=True)
                 await anyio.Path(ready).touch()

@@ -1,16 +1,21 @@
 """`dsh chat`: an interactive terminal session with a deployment's agent. Each line is one turn, streamed as `dsh run`
 streams it; Ctrl-C cancels the running turn (it is logged aborted), Ctrl-C at the prompt (or during a cancellation)
-and Ctrl-D exit; slash commands fork the session, list sessions and show the rendered system prompt."""
+and Ctrl-D exit; slash commands fork the session, list sessions and show the rendered system prompt.
+
+At a terminal, lines are edited with prompt_toolkit (arrows, Ctrl-R search, a pasted block as one message, history
+kept next to the store file); piped input is read line by line as it is."""
 
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import stat
 import sys
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
+from typing import Protocol
 
 import anyio
 from anyio.abc import TaskStatus
@@ -29,15 +34,17 @@ from runtime.host import (
     SessionOption,
     StoreOption,
     open_host,
+    resolve_session,
 )
 from runtime.kernel import DshError
 from runtime.prompt import SYSTEM_PROMPT, render_prompt
 
 from .sessions_cmd import sessions_table
 
-__all__ = ["COMMANDS", "Interrupts", "LineReader", "chat"]
+__all__ = ["COMMANDS", "EditingReader", "Interrupts", "LineReader", "Reader", "chat", "history_path"]
 
 PROMPT = "[bold cyan]\u203a[/] "  # a single right-pointing angle quote
+PLAIN_PROMPT = "\u203a "
 
 COMMANDS = {
     "/fork": "fork this session at the end of its last turn and continue in the fork",
@@ -52,6 +59,8 @@ class LineReader:
     """Lines of a file descriptor, read without blocking the event loop: the loop waits until the descriptor is
     readable and reads what is there, so a read waiting at the prompt is cancelled cleanly (no thread is left
     blocked in `input()`). At a terminal, the terminal's own line editing applies."""
+
+    prompts = False
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
@@ -77,6 +86,50 @@ class LineReader:
             return None
         line, _, self._buffer = self._buffer.partition(b"\n")
         return line.decode("utf-8", errors="replace").removesuffix("\r")
+
+
+class Reader(Protocol):
+    """Where the chat's lines come from: `readline` is the next line (None at end of input); `interactive` says a
+    person types them (and sees them echoed); `prompts` that the reader draws its own prompt."""
+
+    interactive: bool
+    prompts: bool
+
+    async def readline(self) -> str | None: ...
+
+
+class _LeaveAtPrompt(Exception):
+    """Ctrl-C at the editing prompt: the chat leaves, as a SIGINT at the prompt does."""
+
+
+def history_path(store: Path) -> Path:
+    """The chat's line history for a store: beside the store file (`sessions.db` -> `sessions.db.chat-history`)."""
+    return store.with_name(store.name + ".chat-history")
+
+
+class EditingReader:
+    """Lines edited with prompt_toolkit at a terminal: arrow keys and Emacs editing, history (Up/Down, Ctrl-R
+    search) kept in `history`, and a bracketed paste of several lines taken as one message. Only the text typed is
+    returned; the escape sequences of the keys never are."""
+
+    interactive = True
+    prompts = True
+
+    def __init__(self, history: Path) -> None:
+        from prompt_toolkit import PromptSession
+        from prompt_toolkit.history import FileHistory
+
+        self._session: PromptSession[str] = PromptSession(history=FileHistory(str(history)))
+
+    async def readline(self) -> str | None:
+        try:
+            # the chat's own SIGINT watcher stays in charge (handle_sigint=False): a raw-mode Ctrl-C at the prompt
+            # arrives as a key, and prompt_toolkit raises KeyboardInterrupt for it
+            return await self._session.prompt_async(PLAIN_PROMPT, handle_sigint=False)
+        except EOFError:
+            return None
+        except KeyboardInterrupt:
+            raise _LeaveAtPrompt from None
 
 
 class Interrupts:
@@ -107,8 +160,9 @@ class Interrupts:
 
 
 class _Chat:
-    def __init__(self, host: Host, reader: LineReader, out: Console) -> None:
+    def __init__(self, host: Host, reader: Reader, out: Console, *, replaying: bool = False) -> None:
         self.host = host
+        self.replaying = replaying
         self.agents = host.ctx.get(AGENTS)
         self.reader = reader
         self.out = out
@@ -151,6 +205,13 @@ class _Chat:
             if word.startswith("/") and word[1:].isalpha():
                 if word == "/exit":
                     return False
+                if word == "/fork" and self.replaying:
+                    self.out.print(
+                        "[yellow]a fork has no recording: its turns would ask the replayed model for calls the "
+                        "recording does not hold. /fork works in a chat with a live model.[/]",
+                        highlight=False,
+                    )
+                    continue
                 if word == "/fork":
                     return True
                 await self._command(agent, word)
@@ -163,11 +224,15 @@ class _Chat:
     async def _lines(self) -> AsyncIterator[str]:
         while not self.interrupts.exiting:
             self.out.print()
-            self.out.print(PROMPT, end="")
+            if not self.reader.prompts:
+                self.out.print(PROMPT, end="")
             with anyio.CancelScope() as scope:
                 self.interrupts.prompt = scope
                 try:
                     line = await self.reader.readline()
+                except _LeaveAtPrompt:
+                    self.interrupts.exiting = True
+                    line = None
                 finally:
                     self.interrupts.prompt = None
             if scope.cancelled_caught or line is None:
@@ -227,16 +292,35 @@ async def _chat(
 ) -> None:
     with open_host(config, store, replay=replay) as host:
         opened = host.open_agent(session, model=model, provider=provider, cwd=cwd, out=out)
-        intro = "new" if session is None else f"resumed: {_turns(host, session)} turns so far"
-        chat = _Chat(host, LineReader(sys.stdin.fileno()), out)
+        if session is None:
+            intro = "new"
+        else:
+            turns = _turns(host, resolve_session(host.store, session))
+            intro = f"resumed: {turns} turn{'' if turns == 1 else 's'} so far"
+        chat = _Chat(host, _reader(host.store.path), out, replaying=replay is not None)
         async with anyio.create_task_group() as group:
             await group.start(chat.interrupts.watch)
             last = await chat.run(opened, intro)
             group.cancel_scope.cancel()
-        chat.err.print(
-            f"[dim]session {escape(last)} · continue it with: dsh chat --session {escape(last)}[/]",
-            highlight=False,
+        again = shlex.join(
+            ["dsh", "chat", "--session", last]
+            + [
+                part
+                for flag, value in (("--config", config), ("--store", store), ("--replay", replay))
+                if value is not None
+                for part in (flag, str(value))
+            ]
         )
+        chat.err.print(f"[dim]session {escape(last)} · continue it with: {escape(again)}[/]", highlight=False)
+
+
+def _reader(store: Path) -> Reader:
+    """prompt_toolkit's line editing when a person types at a terminal; the plain line reader otherwise (pipes,
+    files, a terminal without a terminal on stdout)."""
+    fd = sys.stdin.fileno()
+    if os.isatty(fd) and sys.stdout.isatty():
+        return EditingReader(history_path(store))
+    return LineReader(fd)
 
 
 def _turns(host: Host, session_id: str) -> int:

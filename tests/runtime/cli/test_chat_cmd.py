@@ -23,12 +23,12 @@ PROMPT = "\u203a "  # the prompt chat prints
 class Terminal:
     """A `dsh chat` in a pty; every wait runs in a worker thread so the loopback server keeps serving."""
 
-    def __init__(self, *args: str, cwd: Path) -> None:
+    def __init__(self, *args: str, cwd: Path, env: dict[str, str] | None = None) -> None:
         self.child = pexpect.spawn(
             DSH[0],
             [*DSH[1:], "chat", *args],
             cwd=str(cwd),
-            env=plain_env(),
+            env=plain_env(**(env or {})),
             encoding="utf-8",
             timeout=30,
             dimensions=(50, 200),
@@ -179,3 +179,51 @@ async def test_a_chat_on_dev_null_ends_at_once(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr.decode()
     assert "continue it with: dsh chat --session" in result.stderr.decode()
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+REPLAYED = Path(__file__).resolve().parents[3] / "fixtures" / "harness" / "multi-turn"
+
+
+@pytest.mark.parametrize("term", ["dumb", "xterm"])
+async def test_line_editing_keeps_only_the_text_and_a_history_beside_the_store(
+    tmp_path: Path, term: str
+) -> None:
+    prompt = PROMPT if term == "dumb" else PROMPT.strip()  # a full terminal moves the cursor over the space
+    store = tmp_path / "sessions.db"
+    options = ("--replay", str(REPLAYED), "--store", str(store), "--cwd", str(tmp_path))
+    chat = Terminal(*options, cwd=tmp_path, env={"TERM": term})
+    session = _ANSI.sub("", (await chat.expect(r"session (\S+) · new"))[1])
+    await chat.expect_exact(prompt)
+    chat.child.send("abc\x1b[D\x1b[DX\r")  # Left, Left: "aXbc"
+    await chat.expect_exact("ONE")
+    await chat.expect_exact(prompt)
+    chat.child.send("\x1b[A\r")  # Up recalls the line before
+    await chat.expect_exact("TWO")
+    await chat.expect_exact(prompt)
+    chat.send("/fork")
+    await chat.expect_exact("a fork has no recording")
+    await chat.expect_exact(prompt)
+    chat.child.send("\x04")  # Ctrl-D leaves
+    hint = await chat.expect(r"continue it with: (dsh chat --session .*)\r?\n")
+    assert _ANSI.sub("", hint[1]).split() == [
+        "dsh",
+        "chat",
+        "--session",
+        session,
+        "--store",
+        str(store),
+        "--replay",
+        str(REPLAYED),
+    ]
+    assert await chat.wait_exit() == 0
+    with SessionStore(store) as opened:
+        typed = [
+            block.text
+            for event in opened.events(session, types=("user/message",))
+            if (message := event.decode_data()).source is not None and message.source.kind == "user"
+            for block in message.content
+            if block.type == "text"
+        ]
+    assert typed == ["aXbc", "aXbc"]
+    assert "+aXbc" in (tmp_path / "sessions.db.chat-history").read_text()
