@@ -284,6 +284,14 @@ def _run_many(root: Path, *, pace: float, show: bool) -> None:
             place=str(root),
         )
     console = Console(stderr=True)
+    for log in sorted(root.rglob(ROOT_LOG)):
+        if not (log.parent / SCENARIO_FILE).is_file():
+            console.print(
+                f"[yellow]skipped[/] {escape(str(log.parent))}: a recording without {SCENARIO_FILE} "
+                f"(replay it alone: dsh replay {escape(str(log.parent))})",
+                highlight=False,
+                soft_wrap=True,
+            )
     with Report(console, len(scenarios)) as report:
         outcomes = anyio.run(
             lambda: replay_all(

@@ -104,7 +104,7 @@ def sessions_table(store: SessionStore, *, current: str | None = None) -> Table:
     """The store's sessions, oldest first, each parent's forks and subagents indented under it, as a table
     (`current`, when given, is marked with `*`)."""
     ordered = [(info, depth, store.length(info.id)) for info, depth in _in_tree_order(store.sessions())]
-    table = Table(title=f"{len(ordered)} sessions")
+    table = Table(title=f"{len(ordered)} session{'' if len(ordered) == 1 else 's'}")
     table.add_column("id", no_wrap=True)  # ids are copied into --session: never folded
     for column in ("created (UTC)", "events", "parent", "cwd"):
         table.add_column(column, overflow="fold")
@@ -171,13 +171,23 @@ def _text_of(message: Message) -> list[tuple[str, str]]:
         if block.type in ("text", "reasoning") and block.text is not None:
             parts.append((block.type, block.text))
         elif block.type == "tool-call":
-            parts.append(("tool-call", f"{block.name}({block.arguments})"))
+            continue  # shown once, by its own tool/call event
         elif block.type == "tool-result":
             inner = " ".join(b.text or f"[{b.type}]" for b in block.content or ())
             parts.append(("tool-result", inner))
         else:
             parts.append(("other", f"[{block.type}]"))
     return parts
+
+
+def _why(event: StoredEvent) -> str:
+    """Why a turn ended, when its reason says: a failure's message and code, or a reason's own message."""
+    reason = msgspec.json.decode(event.data).get("reason", {})
+    error = reason.get("error") if isinstance(reason.get("error"), dict) else None
+    if error is not None and error.get("message"):
+        code = f" [{error['code']}]" if error.get("code") else ""
+        return f": {error['message']}{code}"
+    return f": {reason['message']}" if isinstance(reason.get("message"), str) and reason["message"] else ""
 
 
 _STYLES = {"reasoning": "dim italic", "tool-call": "yellow", "tool-result": "green", "other": "dim"}
@@ -197,7 +207,9 @@ def _render(console: Console, event: StoredEvent, spawned: dict[tuple[int, int, 
     view = event.decode_data() if event.is_core else None
     if isinstance(view, TurnEndData):
         console.print(
-            f"[bold]turn {view.turn} ended:[/] {view.reason.kind}  (seq {event.seq})", highlight=False
+            Text.assemble(
+                (f"turn {view.turn} ended:", "bold"), f" {view.reason.kind}{_why(event)}  (seq {event.seq})"
+            )
         )
     elif isinstance(view, ToolCallData):
         console.print(Text(f"  → tool/call {view.name} {view.arguments}", style="yellow"))
