@@ -271,7 +271,9 @@ def load_deployment(path: str | Path, *, env: Mapping[str, str] | None = None) -
         message, at = _split_msgspec_error(str(error))
         index = re.match(r"\$\.plugins\[(\d+)\]", at)
         line = lines[int(index.group(1))] if index else raw["__line__"]
-        raise ConfigError(_with_valid_keys(message, _DeploymentDoc, at), file=file, path=at, line=line) from error
+        raise ConfigError(
+            _with_valid_keys(message, _DeploymentDoc, at), file=file, path=at, line=line
+        ) from error
 
     seen: set[str] = set()
     checked = []

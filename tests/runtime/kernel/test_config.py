@@ -105,7 +105,9 @@ def test_yaml_syntax_error_has_the_line(tmp_path: Path) -> None:
 def test_unknown_top_level_key_and_bad_entry_shape(tmp_path: Path) -> None:
     error = failure(tmp_path, "model: m\nplugin: []\nplugins: []\n")
     assert error.line == 2
-    assert str(error).endswith("unknown key `plugin` (did you mean `plugins`?); valid keys: plugins, model, provider")
+    assert str(error).endswith(
+        "unknown key `plugin` (did you mean `plugins`?); valid keys: plugins, model, provider"
+    )
     error = failure(tmp_path, "plugin:\n  - id: a\n")  # not "`plugins` must be a list"
     assert "unknown key `plugin` (did you mean `plugins`?)" in str(error)
     error = failure(tmp_path, "plugins:\n  - id: a\n    uses: x\n")
