@@ -13,8 +13,8 @@ key (an auxiliary call) is served the next unserved entry in recorded order, as 
 Every `ReplayMismatch` is raised inside the call's stream (where `LlmRuntime` turns it into `finish{error}`, as for
 any adapter failure) and kept: `assert_consumed()` raises the first one, then checks every entry was served.
 
-A hang override touches its ready file (in the live session's cwd) for a driver waiting on it; `ready_files=False`
-(a chat or ACP session replaying one, where nobody waits on a file) only hangs, leaving the workspace as it was.
+A hang override touches its ready file (in the live session's cwd) for a driver waiting on it, and removes it
+when the hang is cancelled, so a replayed chat leaves the workspace as it was.
 
 The adapter states the context window the recording's `request/context` stated for a route (`context_window`), so a
 replay logs the `request/context` the recording logged.
@@ -80,19 +80,13 @@ class ReplayAdapter:
     cwd (a `SessionStore`, or a lookup callable); `pace_ms` sleeps that long before each chunk (cancellable)."""
 
     def __init__(
-        self,
-        recording: Recording,
-        *,
-        sessions: SessionStore | SessionLookup,
-        pace_ms: float = 0.0,
-        ready_files: bool = True,
+        self, recording: Recording, *, sessions: SessionStore | SessionLookup, pace_ms: float = 0.0
     ) -> None:
         if not pace_ms >= 0:
             raise ValueError(f"pace_ms must be >= 0, got {pace_ms}")
         self.recording = recording
         self._lookup: SessionLookup = sessions.info if isinstance(sessions, SessionStore) else sessions
         self._pace = pace_ms / 1000
-        self._ready_files = ready_files
         self._logs = [_Log(script) for script in recording.scripts]
         ids = [log.script.log.id for log in self._logs]
         if len(set(ids)) == len(
@@ -251,11 +245,17 @@ class ReplayAdapter:
         if isinstance(entry.end, Throw):
             raise LlmCallError(LlmFailure(message=entry.end.message, code=entry.end.code))
         if isinstance(entry.end, Hang):
-            if entry.end.ready_file is not None and self._ready_files:
-                ready = Path(log.cwd or Path.cwd()) / entry.end.ready_file
-                await anyio.Path(ready.parent).mkdir(parents=True, exist_ok=True)
-                await anyio.Path(ready).touch()
-            await anyio.sleep_forever()
+            if entry.end.ready_file is None:
+                await anyio.sleep_forever()
+            ready = Path(log.cwd or Path.cwd()) / entry.end.ready_file
+            made = not ready.exists()
+            await anyio.Path(ready.parent).mkdir(parents=True, exist_ok=True)
+            await anyio.Path(ready).touch()
+            try:
+                await anyio.sleep_forever()
+            finally:
+                if made:  # the hang is over: the workspace is left as it was (a chat's cwd is the user's)
+                    ready.unlink(missing_ok=True)
 
     # ------------------------------------------------------------ the end of a run
 

@@ -22,8 +22,7 @@ class ReplayConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_o
     `children`: more child logs. `override`: an override file (for a directory: instead of its `override.json`).
     `providers`: the provider ids to serve; empty (the default) serves every provider id the recording's
     `request/header` events name, or `replay` when they name none. `routes`: more provider ids to serve it under as
-    well (a deployment's own routes, whatever they are called). `pace_ms`: a delay before each chunk. `ready_files`:
-    whether a hang override touches its ready file (for a driver waiting on it)."""
+    well (a deployment's own routes, whatever they are called). `pace_ms`: a delay before each chunk."""
 
     log: str
     children: tuple[str, ...] = ()
@@ -31,7 +30,6 @@ class ReplayConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_o
     providers: tuple[str, ...] = ()
     routes: tuple[str, ...] = ()
     pace_ms: float = 0.0
-    ready_files: bool = True
 
     def __post_init__(self) -> None:
         if not self.log:
@@ -50,9 +48,7 @@ REPLAY = ServiceKey[ReplayAdapter]("replay")
 
 def _apply(ctx: Context, config: ReplayConfig) -> None:
     recording = load_recording(config.log, children=config.children, override=config.override)
-    adapter = ReplayAdapter(
-        recording, sessions=ctx.get(STORE), pace_ms=config.pace_ms, ready_files=config.ready_files
-    )
+    adapter = ReplayAdapter(recording, sessions=ctx.get(STORE), pace_ms=config.pace_ms)
     llm = ctx.get(LLM)
     served = config.providers or recording.providers or (DEFAULT_PROVIDER,)
     for provider in dict.fromkeys((*served, *config.routes)):

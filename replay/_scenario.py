@@ -181,8 +181,7 @@ def with_replay(deployment: Deployment | None, log: Path) -> Deployment:
     )
     agent_provider = deployment.provider or provider or DEFAULT_PROVIDER
     routes[agent_provider] = None
-    # nobody waits on a hang's ready file in a chat or an ACP session: it would only litter the workspace
-    config = ReplayConfig(log=str(log), routes=tuple(routes), ready_files=False)
+    config = ReplayConfig(log=str(log), routes=tuple(routes))
     replay = PluginEntry("replay", "replay", replay_plugin, config, None)
     swapped = _swap_transport(log, deployment, replay)
     return Deployment(swapped.path, swapped.plugins, deployment.model or model, agent_provider)

@@ -204,6 +204,10 @@ async def test_line_editing_keeps_only_the_text_and_a_history_beside_the_store(
     chat.send("/fork")
     await chat.expect_exact("a fork has no recording")
     await chat.expect_exact(prompt)
+    chat.child.send("three\r")
+    await chat.expect_exact("the recording has no turn 3 (")
+    await chat.expect_exact("holds 2 turns); a replay goes only as far as its recording")
+    await chat.expect_exact(prompt)
     chat.child.send("\x04")  # Ctrl-D leaves
     hint = await chat.expect(r"continue it with: (dsh chat --session .*)\r?\n")
     assert _ANSI.sub("", hint[1]).split() == [
@@ -225,5 +229,23 @@ async def test_line_editing_keeps_only_the_text_and_a_history_beside_the_store(
             for block in message.content
             if block.type == "text"
         ]
-    assert typed == ["aXbc", "aXbc"]
+    assert typed == ["aXbc", "aXbc", "three"]
     assert "+aXbc" in (tmp_path / "sessions.db.chat-history").read_text()
+
+
+async def test_a_replayed_hang_cancelled_leaves_no_ready_file_in_the_workspace(tmp_path: Path) -> None:
+    cancel = REPLAYED.parent / "cancel"
+    work = tmp_path / "work"
+    work.mkdir()
+    chat = Terminal("--replay", str(cancel), "--store", str(tmp_path / "s.db"), "--cwd", str(work), cwd=work)
+    await chat.expect_exact(PROMPT)
+    chat.send("go on")
+    with anyio.fail_after(20):
+        while not (work / ".dsh-stream-ready").exists():  # noqa: ASYNC110  # the hang's only signal is a file
+            await anyio.sleep(0.02)
+    chat.child.sendintr()
+    await chat.expect_exact("turn 1 aborted")
+    await chat.expect_exact(PROMPT)
+    chat.child.send("\x04")
+    assert await chat.wait_exit() == 0
+    assert list(work.iterdir()) == []
