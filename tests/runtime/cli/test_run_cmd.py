@@ -120,7 +120,7 @@ async def test_replay_swaps_a_deployments_route_whatever_it_is_called(tmp_path: 
 
 
 async def test_replay_of_a_missing_log_is_one_error_line(tmp_path: Path) -> None:
-    code, out, err = await dsh(
+    code, _, err = await dsh(
         "run", "hi", "--replay", str(tmp_path / "nope"), "--store", str(tmp_path / "s.db"), env=_no_config()
     )
     assert code == 2
