@@ -43,8 +43,8 @@ sessions_app = typer.Typer(
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 
 
-def _open(store: Path | None) -> SessionStore:
-    return open_store(store)
+def _open(store: Path | None, session_id: str | None = None) -> SessionStore:
+    return open_store(store, looking_for=session_id)
 
 
 def _when(ms: int) -> str:
@@ -244,7 +244,7 @@ def show(
 
     Example: dsh sessions show 01J5Z3... --store sessions.db
     """
-    with _open(store) as opened:
+    with _open(store, session_id) as opened:
         session_id = resolve_session(opened, session_id)
         info = opened.info(session_id)
         length = opened.length(session_id)
@@ -302,7 +302,7 @@ def export(
 
     Example: dsh sessions export 01J5Z3... -o session.jsonl
     """
-    with _open(store) as opened:
+    with _open(store, session_id) as opened:
         session_id = resolve_session(opened, session_id)
         if output is None:
             export_jsonl(opened, session_id, sys.stdout.buffer, pack=not no_pack)
@@ -355,7 +355,7 @@ def fork(
 
     Example: dsh sessions fork 01J5Z3... --at 41
     """
-    with _open(store) as opened:
+    with _open(store, session_id) as opened:
         session_id = resolve_session(opened, session_id)
         child = opened.fork(session_id, at)
     if as_json:

@@ -143,13 +143,16 @@ def replayed(deployment: Deployment | None, log: Path) -> Deployment:
 
 
 @contextmanager
-def open_host(config: Path | None, store: Path | None, *, replay: Path | None = None) -> Iterator[Host]:
-    """Open the store (`store`, else the user's), host the deployment (`config`, else `$DSH_CONFIG`; with
-    `replay`, its model served from that recording, and no deployment needed), and undo all of it on exit."""
+def open_host(
+    config: Path | None, store: Path | None, *, replay: Path | None = None, session: str | None = None
+) -> Iterator[Host]:
+    """Open the store (`store`, else the user's; one that must exist already when a `session` is to be resumed
+    from it), host the deployment (`config`, else `$DSH_CONFIG`; with `replay`, its model served from that
+    recording, and no deployment needed), and undo all of it on exit."""
     path = deployment_path(config, required=replay is None)
     deployment = None if path is None else load_deployment(path)
     if replay is not None:
         deployment = replayed(deployment, replay)
     assert deployment is not None  # deployment_path raised when neither a deployment nor a replay is given
-    with open_store(store) as opened, hosted(deployment, opened) as host:
+    with open_store(store, looking_for=session) as opened, hosted(deployment, opened) as host:
         yield host

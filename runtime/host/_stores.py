@@ -57,12 +57,16 @@ def check_store_path(path: Path) -> None:
         )
 
 
-def open_store(store: Path | None) -> SessionStore:
-    """The session store `--store` names (checked by `check_store_path`), else the user's default one."""
-    if store is None:
-        return SessionStore(default_store_path())
-    check_store_path(store)
-    return SessionStore(store)
+def open_store(store: Path | None, *, looking_for: str | None = None) -> SessionStore:
+    """The session store `--store` names (checked by `check_store_path`), else the user's default one. Looking for
+    a session (`looking_for`, its id) in a store that does not exist yet is `SessionNotFoundError`, and creates
+    nothing."""
+    path = default_store_path() if store is None else store
+    if store is not None:
+        check_store_path(store)
+    if looking_for is not None and not path.exists():
+        raise SessionNotFoundError(looking_for, store=f"{path} (no store there yet)")
+    return SessionStore(path)
 
 
 def scratch_store(directory: Path) -> SessionStore:

@@ -60,3 +60,17 @@ def test_a_unique_prefix_names_a_session(tmp_path: Path) -> None:
             resolve_session(store, "ab")
         with pytest.raises(SessionNotFoundError):
             resolve_session(store, "zz")
+
+
+def test_looking_for_a_session_in_a_store_not_made_yet_creates_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    with pytest.raises(
+        SessionNotFoundError, match=r'no session "abc" in .*sessions\.db \(no store there yet\)'
+    ):
+        open_store(None, looking_for="abc")
+    assert not (tmp_path / "data").exists()
+    with pytest.raises(SessionNotFoundError):
+        open_store(tmp_path / "s.db", looking_for="abc")
+    assert not (tmp_path / "s.db").exists()
