@@ -245,9 +245,11 @@ class ReplayAdapter:
         if isinstance(entry.end, Throw):
             raise LlmCallError(LlmFailure(message=entry.end.message, code=entry.end.code))
         if isinstance(entry.end, Hang):
-            if entry.end.ready_file is None:
+            name = entry.end.ready_file
+            if name is None:
                 await anyio.sleep_forever()
-            ready = Path(log.cwd or Path.cwd()) / entry.end.ready_file
+                return
+            ready = Path(log.cwd or Path.cwd()) / name
             made = not ready.exists()
             await anyio.Path(ready.parent).mkdir(parents=True, exist_ok=True)
             await anyio.Path(ready).touch()

@@ -3,11 +3,13 @@ streams it; Ctrl-C cancels the running turn (it is logged aborted), Ctrl-C at th
 and Ctrl-D exit; slash commands fork the session, list sessions and show the rendered system prompt.
 
 At a terminal, lines are edited with prompt_toolkit (arrows, Ctrl-R search, a pasted block as one message, history
-kept next to the store file); piped input is read line by line as it is."""
+kept next to the store file), and a line typed while a turn runs is queued, shown as such, and runs when the turn
+ends; piped input is read line by line as it is."""
 
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import signal
 import stat
@@ -45,6 +47,9 @@ __all__ = ["COMMANDS", "EditingReader", "Interrupts", "LineReader", "Reader", "c
 
 PROMPT = "[bold cyan]\u203a[/] "  # a single right-pointing angle quote
 PLAIN_PROMPT = "\u203a "
+_KEY_ESCAPES = re.compile(r"\x1b(?:\[[0-9;?]*[ -/]*[@-~]|O.|.)|[\x00-\x08\x0b-\x1f\x7f]")
+"""What a key other than a character leaves in a line typed while a turn runs (the terminal's own line discipline
+reads it then): arrow keys' escape sequences and control characters, which mean nothing there."""
 
 COMMANDS = {
     "/fork": "fork this session at the end of its last turn and continue in the fork",
@@ -61,6 +66,9 @@ class LineReader:
     blocked in `input()`). At a terminal, the terminal's own line editing applies."""
 
     prompts = False
+
+    def ahead(self) -> None:
+        return None  # piped lines are read one turn at a time
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
@@ -90,10 +98,13 @@ class LineReader:
 
 class Reader(Protocol):
     """Where the chat's lines come from: `readline` is the next line (None at end of input); `interactive` says a
-    person types them (and sees them echoed); `prompts` that the reader draws its own prompt."""
+    person types them (and sees them echoed); `prompts` that the reader draws its own prompt; `ahead`, when not
+    None, reads what is typed while a turn runs (a fresh reader per turn)."""
 
     interactive: bool
     prompts: bool
+
+    def ahead(self) -> LineReader | None: ...
 
     async def readline(self) -> str | None: ...
 
@@ -115,11 +126,16 @@ class EditingReader:
     interactive = True
     prompts = True
 
-    def __init__(self, history: Path) -> None:
+    def __init__(self, history: Path, fd: int) -> None:
         from prompt_toolkit import PromptSession
         from prompt_toolkit.history import FileHistory
 
+        self._fd = fd
         self._session: PromptSession[str] = PromptSession(history=FileHistory(str(history)))
+
+    def ahead(self) -> LineReader:
+        """While a turn runs the terminal is in its own (cooked) mode: Ctrl-C is SIGINT, and whole lines are read."""
+        return LineReader(self._fd)
 
     async def readline(self) -> str | None:
         try:
@@ -163,6 +179,8 @@ class _Chat:
     def __init__(self, host: Host, reader: Reader, out: Console, *, replaying: bool = False) -> None:
         self.host = host
         self.replaying = replaying
+        self.queued: list[str] = []  # lines typed while a turn ran, oldest first
+        self.leave_when_done = False  # Ctrl-D typed while a turn ran: leave once the queued lines have run
         self.agents = host.ctx.get(AGENTS)
         self.reader = reader
         self.out = out
@@ -223,9 +241,18 @@ class _Chat:
 
     async def _lines(self) -> AsyncIterator[str]:
         while not self.interrupts.exiting:
+            if self.queued:
+                queued = self.queued.pop(0)
+                self.out.print()
+                self.out.print(PROMPT, escape(queued), sep="", highlight=False)
+                yield queued
+                continue
+            if self.leave_when_done:
+                return
             self.out.print()
             if not self.reader.prompts:
                 self.out.print(PROMPT, end="")
+            line: str | None
             with anyio.CancelScope() as scope:
                 self.interrupts.prompt = scope
                 try:
@@ -243,12 +270,32 @@ class _Chat:
             yield line
 
     async def _turn(self, agent: Agent, text: str) -> None:
-        with anyio.CancelScope() as scope:
-            self.interrupts.turn = scope
-            try:
-                await agent.run(text)
-            finally:
-                self.interrupts.turn = None
+        async with anyio.create_task_group() as group:
+            ahead = self.reader.ahead()
+            if ahead is not None:
+                group.start_soon(self._queue, ahead)
+            with anyio.CancelScope() as scope:
+                self.interrupts.turn = scope
+                try:
+                    await agent.run(text)
+                finally:
+                    self.interrupts.turn = None
+            group.cancel_scope.cancel()
+
+    async def _queue(self, ahead: LineReader) -> None:
+        """Queue each line typed while the turn runs, and say so; Ctrl-D (end of input) leaves after them."""
+        while True:
+            line = await ahead.readline()
+            if line is None:
+                self.leave_when_done = True
+                return
+            text = _KEY_ESCAPES.sub("", line)
+            if text.strip():
+                self.queued.append(text)
+                self.out.print(
+                    f"[dim]queued ({len(self.queued)}): {escape(text)} · runs when this turn ends[/]",
+                    highlight=False,
+                )
 
     async def _command(self, agent: Agent, word: str) -> None:
         try:
@@ -319,7 +366,7 @@ def _reader(store: Path) -> Reader:
     files, a terminal without a terminal on stdout)."""
     fd = sys.stdin.fileno()
     if os.isatty(fd) and sys.stdout.isatty():
-        return EditingReader(history_path(store))
+        return EditingReader(history_path(store), fd)
     return LineReader(fd)
 
 

@@ -204,7 +204,7 @@ async def test_line_editing_keeps_only_the_text_and_a_history_beside_the_store(
     chat.send("/fork")
     await chat.expect_exact("a fork has no recording")
     await chat.expect_exact(prompt)
-    chat.child.send("three\r")
+    chat.child.send("\x1b[200~three\nand four\x1b[201~\r")  # a pasted block is one message
     await chat.expect_exact("the recording has no turn 3 (")
     await chat.expect_exact("holds 2 turns); a replay goes only as far as its recording")
     await chat.expect_exact(prompt)
@@ -229,7 +229,7 @@ async def test_line_editing_keeps_only_the_text_and_a_history_beside_the_store(
             for block in message.content
             if block.type == "text"
         ]
-    assert typed == ["aXbc", "aXbc", "three"]
+    assert typed == ["aXbc", "aXbc", "three\nand four"]
     assert "+aXbc" in (tmp_path / "sessions.db.chat-history").read_text()
 
 
@@ -249,3 +249,34 @@ async def test_a_replayed_hang_cancelled_leaves_no_ready_file_in_the_workspace(t
     chat.child.send("\x04")
     assert await chat.wait_exit() == 0
     assert list(work.iterdir()) == []
+
+
+async def test_a_line_typed_during_a_turn_is_queued_and_runs_next(tmp_path: Path) -> None:
+    async with loopback(partial_then_hang("partial"), answer("second answer")) as server:
+        config = tmp_path / "deployment.yml"
+        config.write_text(deployment(server.base_url))
+        store = tmp_path / "sessions.db"
+        chat = Terminal("--config", str(config), "--store", str(store), cwd=tmp_path)
+        session = (await chat.expect(r"session (\S+) · new"))[1]
+        await chat.expect_exact(PROMPT)
+        chat.send("first")
+        await chat.expect_exact("partial")
+        chat.child.send("then \x1b[Dthis\r")  # typed mid-turn; the Left arrow means nothing there
+        await chat.expect_exact("queued (1): then this · runs when this turn ends")
+        chat.child.sendintr()  # Ctrl-C still cancels the running turn
+        await chat.expect_exact("turn 1 aborted")
+        await chat.expect_exact("second answer")
+        await chat.expect_exact(PROMPT)
+        chat.child.send("\x04")
+        assert await chat.wait_exit() == 0
+    with SessionStore(store) as opened:
+        typed = [
+            block.text
+            for event in opened.events(session, types=("user/message",))
+            if (message := event.decode_data()).source is not None and message.source.kind == "user"
+            for block in message.content
+            if block.type == "text"
+        ]
+        ends = [e.decode_data().reason.kind for e in opened.events(session, types=("turn/end",))]
+    assert typed == ["first", "then this"]
+    assert ends == ["aborted", "completed"]
