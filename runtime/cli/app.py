@@ -9,7 +9,6 @@ command is invoked, so `dsh --help` or `dsh sessions list` never pays for the AC
 from __future__ import annotations
 
 import sys
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import import_module
@@ -207,6 +206,8 @@ def main(argv: list[str] | None = None) -> None:
         _fail(error.format_message(), error.exit_code)
     except Exception as error:
         if _State.debug:
+            import traceback
+
             traceback.print_exc()
         if _is_dsh_error(error):
             _fail(str(error), 2)
