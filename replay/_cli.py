@@ -27,7 +27,7 @@ from runtime.llm import (
     ToolCallBlock,
     ToolCallDelta,
 )
-from runtime.session import SessionStore
+from runtime.host import open_store, resolve_session
 
 from ._batch import Report, holds_many, replay_all, summary_table, tally
 from ._errors import ScriptError
@@ -148,8 +148,8 @@ def _line(entry: ScriptEntry, log_name: str) -> str:
 
 def _load(log: str, override: Path | None, store: Path | None) -> tuple[Recording, list[Path]]:
     if store is not None:
-        with SessionStore(store) as opened:
-            return stored_recording(opened, log, override=override), []
+        with open_store(store, looking_for=log) as opened:
+            return stored_recording(opened, resolve_session(opened, log), override=override), []
     path = Path(log)
     if not path.exists():
         raise ScriptError(

@@ -47,7 +47,11 @@ def check(
         typer.echo(json.dumps({"file": str(file), "host": host, "plugins": rows}))
         return
     console = Console()
-    console.print(f"{file}: {len(rows)} plugins, loaded in this order", highlight=False, soft_wrap=True)
+    console.print(
+        f"{file}: {len(rows)} plugin{'' if len(rows) == 1 else 's'}, loaded in this order",
+        highlight=False,
+        soft_wrap=True,
+    )
     console.print(f"provided by the dsh command: {', '.join(host)}", highlight=False, soft_wrap=True)
     table = Table()
     for column in ("#", "id", "use", "provides", "needs"):

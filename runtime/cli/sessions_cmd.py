@@ -47,6 +47,10 @@ def _open(store: Path | None, session_id: str | None = None) -> SessionStore:
     return open_store(store, looking_for=session_id)
 
 
+def _events(count: int) -> str:
+    return f"{count} event{'' if count == 1 else 's'}"
+
+
 def _when(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
 
@@ -145,7 +149,7 @@ class _Node:
 
     def label(self) -> str:
         info = self.info
-        return f"{info.id}  {_link(info)}, depth {info.delegation_depth}, {self.length} events"
+        return f"{info.id}  {_link(info)}, depth {info.delegation_depth}, {_events(self.length)}"
 
 
 def _child_tree(store: SessionStore, info: SessionInfo, seen: set[str] | None = None) -> list[_Node]:
@@ -272,7 +276,7 @@ def show(
         console = Console()
         parent = "" if info.parent_id is None else f", forked from {info.parent_id} at {info.seed_length}"
         console.print(
-            f"[bold]session {info.id}[/]: {length} events, created {_when(info.created_at)} UTC{parent}"
+            f"[bold]session {info.id}[/]: {_events(length)}, created {_when(info.created_at)} UTC{parent}"
         )
         if children:
             tree = Tree(f"forks and subagents of {info.id}", highlight=False)
@@ -337,7 +341,7 @@ def import_(
     if as_json:
         typer.echo(json.dumps({"id": info.id}))
     else:
-        typer.echo(f"imported {file} as session {info.id} ({length} events)")
+        typer.echo(f"imported {file} as session {info.id} ({_events(length)})")
 
 
 @sessions_app.command("fork")

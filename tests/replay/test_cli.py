@@ -103,6 +103,7 @@ def test_a_stored_session(tmp_path: Path) -> None:
     out = inspect(info.id, "--store", str(db))
     assert out.splitlines()[0] == f"session {info.id}: 2 calls (providers: deepseek-official)"
     assert "(seq 9)" in out.splitlines()[1]
+    assert inspect(info.id[:8], "--store", str(db)) == out  # a unique prefix of the id is enough
 
 
 @pytest.mark.parametrize("command", ["replay", "replay run"])
