@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from typer.core import TyperGroup
 
+from runtime.host import open_store, resolve_session
 from runtime.llm import (
     BlockEnd,
     BlockStart,
@@ -27,7 +28,6 @@ from runtime.llm import (
     ToolCallBlock,
     ToolCallDelta,
 )
-from runtime.host import open_store, resolve_session
 
 from ._batch import Report, holds_many, replay_all, summary_table, tally
 from ._errors import ScriptError
