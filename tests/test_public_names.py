@@ -9,6 +9,7 @@ import pytest
 PACKAGES = [
     "runtime.kernel",
     "runtime.cli",
+    "runtime.host",
     "runtime.tools",
     "runtime.agent",
     "plugins.tool_bash",
