@@ -30,7 +30,7 @@ import anyio
 from runtime.llm import CallKey, LlmCallError, LlmFailure, LlmRequest, StreamChunk
 from runtime.session import SessionInfo, SessionStore
 
-from ._errors import ReplayMismatch, format_call
+from ._errors import RecordingEnded, ReplayMismatch, format_call
 from ._placeholders import with_cwd
 from ._recording import Recording
 from ._script import Hang, Script, ScriptEntry, Throw
@@ -201,32 +201,17 @@ class ReplayAdapter:
         log.served[index] = True
         return log, log.script.entries[index]
 
-    def _past_the_recording(self, log: _Log, request: LlmRequest) -> LlmCallError | None:
-        """A step call of a turn after every recorded one, once all is served: the run went past the recording
-        (a replayed chat typed one more line). The mismatch is kept for `assert_consumed`; the turn fails with one
-        line saying so."""
+    def _past_the_recording(self, log: _Log, request: LlmRequest) -> RecordingEnded | None:
+        """A step call of a turn after every recorded one: the run went past the recording (a replayed chat typed
+        one more line, or resumed a replayed session). The mismatch is kept for `assert_consumed`; the turn fails
+        with one line saying so."""
         call = request.call
         turns = [entry.call.turn for entry in log.script.entries]
         if call is None or call.purpose != "step" or not turns or call.turn <= max(turns):
             return None
-        if log.next_unserved() is not None:
-            return None
-        recorded = len(set(turns))
-        message = (
-            f"the recording has no turn {call.turn} ({log.name} holds {recorded} "
-            f"turn{'' if recorded == 1 else 's'}); a replay goes only as far as its recording"
-        )
-        self._mismatch(
-            ReplayMismatch(
-                f"replay mismatch: {message}",
-                session_id=request.session_id,
-                log=log.name,
-                call=call,
-                recorded=f"{recorded} turns",
-                asked=f"call {format_call(call)} of live session {request.session_id!r}",
-            )
-        )
-        return LlmCallError(LlmFailure(message=message, code="REPLAY_ENDED"))
+        ended = RecordingEnded(session_id=request.session_id, log=log.name, call=call, turns=len(set(turns)))
+        self._mismatch(ended)
+        return ended
 
     # ------------------------------------------------------------ serving
 
