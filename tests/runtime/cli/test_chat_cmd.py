@@ -208,6 +208,11 @@ async def test_line_editing_keeps_only_the_text_and_a_history_beside_the_store(
     await chat.expect_exact("the recording has no turn 3 (")
     await chat.expect_exact("holds 2 turns); a replay goes only as far as its recording")
     await chat.expect_exact(prompt)
+    chat.child.send(
+        "\x12Xb\r\r"
+    )  # Ctrl-R searches the history; Enter takes the line found, a second sends it
+    await chat.expect_exact("the recording has no turn 4 (")
+    await chat.expect_exact(prompt)
     chat.child.send("\x04")  # Ctrl-D leaves
     hint = await chat.expect(r"continue it with: (dsh chat --session .*)\r?\n")
     assert _ANSI.sub("", hint[1]).split() == [
@@ -229,7 +234,7 @@ async def test_line_editing_keeps_only_the_text_and_a_history_beside_the_store(
             for block in message.content
             if block.type == "text"
         ]
-    assert typed == ["aXbc", "aXbc", "three\nand four"]
+    assert typed == ["aXbc", "aXbc", "three\nand four", "aXbc"]
     assert "+aXbc" in (tmp_path / "sessions.db.chat-history").read_text()
 
 
