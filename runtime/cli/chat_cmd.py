@@ -70,6 +70,9 @@ class LineReader:
     def ahead(self) -> None:
         return None  # piped lines are read one turn at a time
 
+    def remember(self, line: str) -> None:
+        pass  # piped input has no history
+
     def __init__(self, fd: int) -> None:
         self._fd = fd
         self._buffer = b""
@@ -106,6 +109,9 @@ class Reader(Protocol):
 
     def ahead(self) -> LineReader | None: ...
 
+    def remember(self, line: str) -> None:
+        """Keep `line` (typed while a turn ran) in the history, as if it had been typed at the prompt."""
+
     async def readline(self) -> str | None: ...
 
 
@@ -136,6 +142,9 @@ class EditingReader:
     def ahead(self) -> LineReader:
         """While a turn runs the terminal is in its own (cooked) mode: Ctrl-C is SIGINT, and whole lines are read."""
         return LineReader(self._fd)
+
+    def remember(self, line: str) -> None:
+        self._session.history.append_string(line)
 
     async def readline(self) -> str | None:
         try:
@@ -292,6 +301,7 @@ class _Chat:
             text = _KEY_ESCAPES.sub("", line)
             if text.strip():
                 self.queued.append(text)
+                self.reader.remember(text)
                 self.out.print(
                     f"[dim]queued ({len(self.queued)}): {escape(text)} · runs when this turn ends[/]",
                     highlight=False,

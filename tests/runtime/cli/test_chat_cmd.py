@@ -285,3 +285,4 @@ async def test_a_line_typed_during_a_turn_is_queued_and_runs_next(tmp_path: Path
         ends = [e.decode_data().reason.kind for e in opened.events(session, types=("turn/end",))]
     assert typed == ["first", "then this"]
     assert ends == ["aborted", "completed"]
+    assert "+then this" in (tmp_path / "sessions.db.chat-history").read_text()
