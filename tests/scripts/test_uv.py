@@ -1,7 +1,7 @@
-"""`scripts/uv`'s decisions, with fake `uv` and `python3` programs on PATH: the uv on PATH is used; without one, a
-private copy is installed once into the tools directory through a virtualenv of the interpreter's own (never
-`pip install` into the interpreter), then reused; a foreign active virtualenv is ignored, the checkout's own kept;
-a Python older than 3.11 is refused with one line."""
+"""`scripts/uv`'s decisions, with fake `uv` and `python3` programs on PATH: the uv on PATH is used; without one (or
+with one that does not run), a private copy is installed once into the tools directory through a virtualenv of the
+interpreter's own (never `pip install` into the interpreter), then reused; a foreign active virtualenv is ignored,
+the checkout's own kept; a Python older than 3.11 is refused with one line."""
 
 from __future__ import annotations
 
@@ -72,6 +72,9 @@ def test_the_uv_on_path_is_used_and_a_foreign_virtualenv_ignored(tmp_path: Path)
 def test_without_uv_a_private_copy_is_installed_once_through_a_virtualenv(tmp_path: Path) -> None:
     bin_dir = tmp_path / "bin"
     _program(bin_dir / "python3", _FAKE_PYTHON)
+    _program(
+        bin_dir / "uv", "#!/bin/sh\necho 'pyenv: uv: command not found' >&2\nexit 127\n"
+    )  # a shim, no uv
     source = _program(tmp_path / "fake-uv", _FAKE_UV)
     tools = tmp_path / "tools"
     env = {"DSH_TOOLS": str(tools), "FAKE_UV_SOURCE": str(source)}
