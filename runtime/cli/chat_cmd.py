@@ -67,12 +67,6 @@ class LineReader:
 
     prompts = False
 
-    def ahead(self) -> None:
-        return None  # piped lines are read one turn at a time
-
-    def remember(self, line: str) -> None:
-        pass  # piped input has no history
-
     def __init__(self, fd: int) -> None:
         self._fd = fd
         self._buffer = b""
@@ -97,6 +91,12 @@ class LineReader:
             return None
         line, _, self._buffer = self._buffer.partition(b"\n")
         return line.decode("utf-8", errors="replace").removesuffix("\r")
+
+    def ahead(self) -> None:
+        return None  # piped lines are read one turn at a time
+
+    def remember(self, line: str) -> None:
+        pass  # piped input keeps no history
 
 
 class Reader(Protocol):
