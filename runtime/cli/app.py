@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from difflib import get_close_matches
 from importlib import import_module
 from typing import Annotated, Any
 
@@ -112,7 +113,14 @@ class _LazyGroup(TyperGroup):
     ) -> tuple[str | None, click.Command | None, list[str]]:
         if args:
             loaded_command(args[0])
-        return super().resolve_command(ctx, args)
+        try:
+            return super().resolve_command(ctx, args)
+        except click.exceptions.UsageError as error:
+            # typer suggests from the commands already added, which a lazy group has none of: suggest from all
+            close = get_close_matches(args[0], self.list_commands(ctx)) if args else []
+            if close and "Did you mean" not in error.message:
+                error.message = f"{error.message.rstrip('.')}. Did you mean {', '.join(map(repr, close))}?"
+            raise
 
 
 app = typer.Typer(

@@ -157,3 +157,8 @@ def test_help_and_version_import_no_command() -> None:
     )
     result = anyio.run(lambda: anyio.run_process([sys.executable, "-c", code], env=plain_env(), check=True))
     assert result.stdout.decode().strip().splitlines()[-1] == "[]"
+
+
+def test_a_mistyped_command_is_answered_with_the_nearest(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _exit(["sesions", "list"]) == 2
+    assert "No such command 'sesions'. Did you mean 'sessions'?" in capsys.readouterr().err
