@@ -164,22 +164,22 @@ def _first_route(log: Path) -> tuple[str | None, str | None]:
     return None, None
 
 
-def with_replay(deployment: Deployment | None, log: Path) -> Deployment:
+def with_replay(deployment: Deployment | None, log: Path, provider: str | None = None) -> Deployment:
     """A deployment with its live transport swapped for the replay plugin serving `log` (a JSONL log or a
     scenario directory): `dsh run|chat|acp --replay LOG` (the `dsh.replay` entry point). With no deployment, the
     one `dsh replay` uses. The recording is served under its own provider ids and under every route the
-    deployment names (its `provider:` and the live transport's routes), whatever they are called; an agent of a
-    deployment that names no provider or model takes the recording's."""
+    deployment names (its `provider:` and the live transport's routes) and under `provider` (`--provider`),
+    whatever they are called; an agent of a deployment that names no provider or model takes the recording's."""
     if deployment is None:
         deployment = load_deployment(DEFAULT_DEPLOYMENT)
-    provider, model = _first_route(log)
+    recorded, model = _first_route(log)
     routes = dict.fromkeys(
         route.id
         for entry in deployment.plugins
         if entry.use == LIVE_TRANSPORT
         for route in getattr(entry.config, "providers", ())
     )
-    agent_provider = deployment.provider or provider or DEFAULT_PROVIDER
+    agent_provider = provider or deployment.provider or recorded or DEFAULT_PROVIDER
     routes[agent_provider] = None
     config = ReplayConfig(log=str(log), routes=tuple(routes))
     replay = PluginEntry("replay", "replay", replay_plugin, config, None)

@@ -347,7 +347,7 @@ async def _chat(
     replay: Path | None,
     out: Console,
 ) -> None:
-    with open_host(config, store, replay=replay, session=session) as host:
+    with open_host(config, store, replay=replay, session=session, provider=provider) as host:
         opened = host.open_agent(session, model=model, provider=provider, cwd=cwd, out=out)
         if session is None:
             intro = "new"

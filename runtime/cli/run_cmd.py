@@ -37,7 +37,7 @@ async def _run(
     replay: Path | None,
     out: Console,
 ) -> int:
-    with open_host(config, store, replay=replay, session=session) as host:
+    with open_host(config, store, replay=replay, session=session, provider=provider) as host:
         opened = host.open_agent(session, model=model, provider=provider, cwd=cwd, out=out)
         async with opened as agent:
             outcome = await agent.run(prompt)

@@ -117,11 +117,12 @@ def deployment_path(config: Path | None, *, required: bool = True) -> Path | Non
     )
 
 
-def replayed(deployment: Deployment | None, log: Path) -> Deployment:
-    """`--replay LOG` (run, chat, acp): the deployment with its model route, whatever it is called, served by a
-    replay adapter from the recorded model calls of `log`, so the loop runs unchanged (the model is a transport);
-    with no deployment, the one `dsh replay` re-runs recordings with. runtime/ imports nothing from replay/, so the
-    swap arrives through the `dsh.replay` entry point: a function `(deployment | None, log) -> Deployment`."""
+def replayed(deployment: Deployment | None, log: Path, *, provider: str | None = None) -> Deployment:
+    """`--replay LOG` (run, chat, acp): the deployment with its model route, whatever it is called (and the route
+    `provider` names, `--provider`), served by a replay adapter from the recorded model calls of `log`, so the loop
+    runs unchanged (the model is a transport); with no deployment, the one `dsh replay` re-runs recordings with.
+    runtime/ imports nothing from replay/, so the swap arrives through the `dsh.replay` entry point: a function
+    `(deployment | None, log, provider: str | None) -> Deployment`."""
     if not log.exists():
         raise ConfigError(
             f"--replay {log}: no such file or directory; expected a JSONL log or a scenario directory "
@@ -138,21 +139,27 @@ def replayed(deployment: Deployment | None, log: Path) -> Deployment:
     if len(found) > 1:
         names = ", ".join(f"{entry.name} = {entry.value}" for entry in found)
         raise ConfigError(f"--replay {log}: more than one `{REPLAY_ENTRY_POINT_GROUP}` entry point: {names}")
-    swapped: Deployment = found[0].load()(deployment, log)
+    swapped: Deployment = found[0].load()(deployment, log, provider)
     return swapped
 
 
 @contextmanager
 def open_host(
-    config: Path | None, store: Path | None, *, replay: Path | None = None, session: str | None = None
+    config: Path | None,
+    store: Path | None,
+    *,
+    replay: Path | None = None,
+    session: str | None = None,
+    provider: str | None = None,
 ) -> Iterator[Host]:
     """Open the store (`store`, else the user's; one that must exist already when a `session` is to be resumed
     from it), host the deployment (`config`, else `$DSH_CONFIG`; with `replay`, its model served from that
-    recording, and no deployment needed), and undo all of it on exit."""
+    recording, and no deployment needed), and undo all of it on exit. `provider` (`--provider`) is the route the
+    agents will call: with `replay`, the recording is served under it too."""
     path = deployment_path(config, required=replay is None)
     deployment = None if path is None else load_deployment(path)
     if replay is not None:
-        deployment = replayed(deployment, replay)
+        deployment = replayed(deployment, replay, provider=provider)
     assert deployment is not None  # deployment_path raised when neither a deployment nor a replay is given
     with open_store(store, looking_for=session) as opened, hosted(deployment, opened) as host:
         yield host

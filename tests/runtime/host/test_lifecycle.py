@@ -88,3 +88,10 @@ def test_the_host_loads_the_deployment_and_unloads_it(tmp_path: Path) -> None:
         options = host.options(cwd=tmp_path)
         assert (options.provider, options.model, options.cwd) == ("local", "m", tmp_path)
     assert host.ctx.disposed
+
+
+def test_replay_serves_the_provider_flag_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DSH_CONFIG", raising=False)
+    with open_host(None, tmp_path / "s.db", replay=AUTHORED / "fs-tools", provider="mine") as host:
+        assert host.options().provider == "mine"
+        assert "mine" in host.ctx.get(LLM).providers()
