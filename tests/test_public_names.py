@@ -8,6 +8,7 @@ import pytest
 
 PACKAGES = [
     "runtime.kernel",
+    "runtime.jsonlines",
     "runtime.cli",
     "runtime.host",
     "runtime.tools",

@@ -11,19 +11,20 @@ from pathlib import Path
 from typing import Any, cast
 
 import anyio
-from acp import Agent, stdio_streams
+from acp import Agent
 from acp.agent.connection import AgentSideConnection
+from anyio.abc import ByteReceiveStream, ByteSendStream
 
 from runtime.host import ConfigOption, Host, ReplayOption, StoreOption, open_host
+from runtime.jsonlines import JsonLinesTransport
 
 from ._server import AcpServer
-from ._transport import ByteReader, ByteWriter, LineTransport
+from ._transport import stdio_streams
 
 __all__ = ["ANSWER_GRACE_S", "acp_command", "serve"]
 
 log = logging.getLogger("dsh.acp")
 
-STDIN_LIMIT = 50 * 1024 * 1024  # the longest line read: a prompt may carry whole files
 ANSWER_GRACE_S = 10.0
 """How long, once the client's input has ended, the requests it sent may take to answer before they are dropped."""
 
@@ -31,7 +32,7 @@ ANSWER_GRACE_S = 10.0
 class _Answering:
     """The transport, counting the requests received and not yet answered, so the end of input can wait for them."""
 
-    def __init__(self, inner: LineTransport) -> None:
+    def __init__(self, inner: JsonLinesTransport) -> None:
         self._inner = inner
         self._unanswered: set[object] = set()
         self._answered = anyio.Event()
@@ -70,11 +71,11 @@ def _version() -> str:
         return "unknown"
 
 
-async def serve(host: Host, reader: ByteReader, writer: ByteWriter) -> None:
-    """Serve ACP on `reader`/`writer` until the client closes its end; then running turns are cancelled (logged
+async def serve(host: Host, receive: ByteReceiveStream, send: ByteSendStream) -> None:
+    """Serve ACP on `receive`/`send` until the client closes its end; then running turns are cancelled (logged
     aborted), every request received is answered (for up to `ANSWER_GRACE_S`), and every open session's log is
     flushed and closed."""
-    transport = _Answering(LineTransport(reader, writer))
+    transport = _Answering(JsonLinesTransport(receive, send, answer=True, name="client"))
     async with anyio.create_task_group() as group:
         server = AcpServer(host, group, version=_version())
         # The SDK types its agent as the full `acp.Agent` protocol; the router answers the methods AcpServer does
@@ -103,8 +104,8 @@ async def serve(host: Host, reader: ByteReader, writer: ByteWriter) -> None:
 
 async def _serve_stdio(config: Path | None, store: Path | None, replay: Path | None) -> None:
     with open_host(config, store, replay=replay) as host:
-        reader, writer = await stdio_streams(limit=STDIN_LIMIT)
-        await serve(host, reader, writer)
+        receive, send = await stdio_streams()
+        await serve(host, receive, send)
 
 
 def acp_command(

@@ -1,11 +1,14 @@
 """The append-only session log: wire events, the SQLite store, JSONL import/export, projection, fork and repair."""
 
 from ._errors import InvalidBoundaryError as InvalidBoundaryError
+from ._errors import LeaseLostError as LeaseLostError
 from ._errors import LogFormatError as LogFormatError
+from ._errors import LogGapError as LogGapError
 from ._errors import LogRuleError as LogRuleError
 from ._errors import OpenTurnError as OpenTurnError
 from ._errors import SessionBusyError as SessionBusyError
 from ._errors import SessionExistsError as SessionExistsError
+from ._errors import SessionInUseError as SessionInUseError
 from ._errors import SessionNotFoundError as SessionNotFoundError
 from ._errors import StoreSchemaError as StoreSchemaError
 from ._errors import UnsupportedVersionError as UnsupportedVersionError
@@ -97,8 +100,10 @@ from ._services import IdMinter as IdMinter
 from ._services import SessionId as SessionId
 from ._services import SystemClock as SystemClock
 from ._services import UuidIds as UuidIds
+from ._store import LEASE_TTL_MS as LEASE_TTL_MS
 from ._store import SCHEMA_VERSION as SCHEMA_VERSION
 from ._store import STORE as STORE
+from ._store import Lease as Lease
 from ._store import SessionInfo as SessionInfo
 from ._store import SessionStore as SessionStore
 from ._store import SpawnedBy as SpawnedBy
@@ -129,10 +134,14 @@ __all__ = [
     "HeaderConfig",
     "IdMinter",
     "InvalidBoundaryError",
+    "LEASE_TTL_MS",
+    "Lease",
+    "LeaseLostError",
     "LlmRetry",
     "LlmRetryData",
     "LlmRetryStarted",
     "LogFormatError",
+    "LogGapError",
     "LogRuleError",
     "LogState",
     "Message",
@@ -156,6 +165,7 @@ __all__ = [
     "SessionExistsError",
     "SessionHeader",
     "SessionId",
+    "SessionInUseError",
     "SessionInfo",
     "SessionLog",
     "SessionNotFoundError",
