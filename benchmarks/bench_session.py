@@ -24,22 +24,21 @@ import anyio
 import anyio.lowlevel
 import msgspec
 
+from runtime.llm import AssistantMessage as ModelReply
+from runtime.llm import MessageId, ModelSource, TextBlock, TextDelta
+from runtime.llm import UserMessage as UserTurnMessage
 from runtime.session import (
     PROJECTED_TYPES,
     AssistantChunk,
     AssistantChunkData,
     AssistantMessage,
     AssistantMessageData,
-    Block,
     Event,
-    Message,
-    MessageSource,
     SessionStore,
     StepData,
     StepEnd,
     StepStart,
     StoredEvent,
-    TextDelta,
     TurnEnd,
     TurnEndData,
     TurnEndReason,
@@ -77,12 +76,7 @@ def _turn(turn: int, chunks: int, text: str = "tok ") -> Iterator[Event]:
     yield TurnStart(data=TurnStartData(turn=turn))
     yield StepStart(data=StepData(turn=turn, step=1))
     yield UserMessage(
-        data=Message(
-            id=f"u{turn}",
-            role="user",
-            source=MessageSource(kind="user"),
-            content=(Block(type="text", text="go"),),
-        ),
+        data=UserTurnMessage(id=MessageId(f"u{turn}"), content=(TextBlock("go"),)),
         surface_op="append",
     )
     for _ in range(chunks):
@@ -91,11 +85,10 @@ def _turn(turn: int, chunks: int, text: str = "tok ") -> Iterator[Event]:
         data=AssistantMessageData(
             turn=turn,
             step=1,
-            message=Message(
-                id=f"a{turn}",
-                role="assistant",
-                source=MessageSource(kind="model", provider="p", model="m"),
-                content=(Block(type="text", text=text * chunks),),
+            message=ModelReply(
+                id=MessageId(f"a{turn}"),
+                source=ModelSource(provider="p", model="m"),
+                content=(TextBlock(text * chunks),),
             ),
         ),
         surface_op="append",

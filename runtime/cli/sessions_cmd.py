@@ -18,15 +18,20 @@ from rich.text import Text
 from rich.tree import Tree
 
 from runtime.kernel.errors import SessionError
+from runtime.llm import Message, ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
 from runtime.session import (
-    AssistantMessageData,
-    Message,
+    AssistantMessage,
+    SessionEndSeed,
     SessionInfo,
     SessionStore,
+    StepEnd,
+    StepStart,
     StoredEvent,
-    ToolCallData,
-    ToolResultData,
-    TurnEndData,
+    ToolCall,
+    ToolResult,
+    TurnEnd,
+    TurnStart,
+    UserMessage,
     export_jsonl,
     import_jsonl,
     project,
@@ -180,56 +185,77 @@ def _add_branches(tree: Tree, nodes: list[_Node]) -> None:
 def _text_of(message: Message) -> list[tuple[str, str]]:
     parts: list[tuple[str, str]] = []
     for block in message.content:
-        if block.type in ("text", "reasoning") and block.text is not None:
-            parts.append((block.type, block.text))
-        elif block.type == "tool-call":
+        if isinstance(block, TextBlock):
+            parts.append(("text", block.text))
+        elif isinstance(block, ReasoningBlock):
+            parts.append(("reasoning", block.text))
+        elif isinstance(block, ToolCallBlock):
             parts.append(("tool-call", f"{block.name}({block.arguments})"))
-        elif block.type == "tool-result":
-            inner = " ".join(b.text or f"[{b.type}]" for b in block.content or ())
+        elif isinstance(block, ToolResultBlock):
+            inner = " ".join(b.text if isinstance(b, TextBlock) else "[image]" for b in block.content)
             parts.append(("tool-result", inner))
         else:
-            parts.append(("other", f"[{block.type}]"))
+            parts.append(("other", "[image]"))
     return parts
 
 
 _STYLES = {"reasoning": "dim italic", "tool-call": "yellow", "tool-result": "green", "other": "dim"}
 
 
+_RENDERED = frozenset(
+    {
+        "turn/start",
+        "step/start",
+        "step/end",
+        "session/end-seed",
+        "turn/end",
+        "tool/call",
+        "user/message",
+        "assistant/message",
+        "tool/result",
+    }
+)
+"""The types `show` draws from their data; the others are named in one dim line, their data never decoded."""
+
+
 def _render(console: Console, event: StoredEvent, spawned: dict[tuple[int, int, str], list[str]]) -> None:
     kind = event.type
-    if kind in ("turn/start", "step/start", "step/end", "session/end-seed"):
-        data = msgspec.json.decode(event.data)
-        if kind == "turn/start":
-            console.rule(f"turn {data['turn']}  (seq {event.seq})")
-        elif kind == "step/start":
-            console.print(f"[bold]step {data['step']}[/]", highlight=False)
-        elif kind == "session/end-seed":
-            console.print(f"[magenta]── end of seed (seq {event.seq}) ──[/]")
+    if kind not in _RENDERED:
+        if kind not in ("assistant/chunk", "request/context"):
+            console.print(Text(f"  · {kind} (seq {event.seq})", style="dim"))
         return
-    view = event.decode_data() if event.is_core else None
-    if isinstance(view, TurnEndData):
+    view = event.view()  # decoded once, through the log's one event table
+    if isinstance(view, TurnStart):
+        console.rule(f"turn {view.data.turn}  (seq {event.seq})")
+    elif isinstance(view, StepStart):
+        console.print(f"[bold]step {view.data.step}[/]", highlight=False)
+    elif isinstance(view, SessionEndSeed):
+        console.print(f"[magenta]── end of seed (seq {event.seq}) ──[/]")
+    elif isinstance(view, StepEnd):
+        return
+    elif isinstance(view, TurnEnd):
         console.print(
-            f"[bold]turn {view.turn} ended:[/] {view.reason.kind}  (seq {event.seq})", highlight=False
+            f"[bold]turn {view.data.turn} ended:[/] {view.data.reason.kind}  (seq {event.seq})",
+            highlight=False,
         )
-    elif isinstance(view, ToolCallData):
-        console.print(Text(f"  → tool/call {view.name} {view.arguments}", style="yellow"))
-        for child in spawned.get((view.turn, view.step, view.call_id), ()):
+    elif isinstance(view, ToolCall):
+        call = view.data
+        console.print(Text(f"  → tool/call {call.name} {call.arguments}", style="yellow"))
+        for child in spawned.get((call.turn, call.step, call.call_id), ()):
             console.print(Text(f"    ↳ subagent session {child}", style="magenta"))
-    elif isinstance(view, Message | AssistantMessageData | ToolResultData):
-        message = view if isinstance(view, Message) else view.message
+    elif isinstance(view, UserMessage | AssistantMessage | ToolResult):
+        message = view.data if isinstance(view, UserMessage) else view.data.message
         replaced = (
             "" if event.surface_op == "append" else f" (replaces {msgspec.to_builtins(event.surface_op)})"
         )
         who = {"user/message": "user", "assistant/message": "assistant", "tool/result": "tool"}[kind]
-        if isinstance(view, AssistantMessageData) and view.interrupted:
+        if isinstance(view, AssistantMessage) and view.data.interrupted:
             who += " (interrupted)"
-        if isinstance(view, ToolResultData) and view.error is not None:
-            who += f" ({view.error.code})"
+        if isinstance(view, ToolResult) and view.data.error is not None:
+            who += f" ({view.data.error.code})"
         console.print(Text(f"{who}{replaced}  seq {event.seq}", style="bold cyan"))
         for part, text in _text_of(message):
             console.print(Text("  " + text.replace("\n", "\n  "), style=_STYLES.get(part, "")))
-    elif kind not in ("assistant/chunk", "request/context"):
-        console.print(Text(f"  · {kind} (seq {event.seq})", style="dim"))
 
 
 @sessions_app.command("show")

@@ -113,25 +113,21 @@ class FinishError(msgspec.Struct, frozen=True, tag_field="kind", tag="error"):
 FinishReason = FinishStop | FinishToolCalls | FinishMaxTokens | FinishAborted | FinishError
 
 
-class BlockStart(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag="block-start", rename="camel", kw_only=True
-):
+class BlockStart(msgspec.Struct, frozen=True, tag="block-start", rename="camel", kw_only=True):
     """Block `index` opens; its kind is `block_type` (wire `blockType`)."""
 
     index: int
     block_type: BlockType
 
 
-class TextDelta(msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag="text-delta", kw_only=True):
+class TextDelta(msgspec.Struct, frozen=True, tag="text-delta", kw_only=True):
     """More text for text block `index`."""
 
     index: int
     text: str
 
 
-class ReasoningDelta(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag="reasoning-delta", kw_only=True
-):
+class ReasoningDelta(msgspec.Struct, frozen=True, tag="reasoning-delta", kw_only=True):
     """More reasoning for reasoning block `index`."""
 
     index: int
@@ -141,7 +137,6 @@ class ReasoningDelta(
 class ToolCallDelta(
     msgspec.Struct,
     frozen=True,
-    forbid_unknown_fields=True,
     tag="tool-call-delta",
     rename="camel",
     omit_defaults=True,
@@ -155,14 +150,14 @@ class ToolCallDelta(
     arguments_delta: str
 
 
-class BlockEnd(msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag="block-end", kw_only=True):
+class BlockEnd(msgspec.Struct, frozen=True, tag="block-end", kw_only=True):
     """Block `index` is complete; `block` is its assembled content."""
 
     index: int
     block: AssistantBlock
 
 
-class UsageChunk(msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag="usage"):
+class UsageChunk(msgspec.Struct, frozen=True, tag="usage"):
     """The call's token usage; comes before `finish`."""
 
     usage: TokenUsage
@@ -171,7 +166,6 @@ class UsageChunk(msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag="u
 class Finish(
     msgspec.Struct,
     frozen=True,
-    forbid_unknown_fields=True,
     tag="finish",
     rename="camel",
     omit_defaults=True,

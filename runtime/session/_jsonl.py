@@ -11,16 +11,16 @@ from typing import Any, BinaryIO
 
 import msgspec
 
+from runtime.llm import CallId, ReasoningDelta, TextDelta, ToolCallDelta
+
 from ._errors import LogFormatError, LogRuleError, UnsupportedVersionError
 from ._events import (
     FORMAT_VERSION,
+    AssistantChunk,
     AssistantChunkData,
-    ReasoningDelta,
     SessionHeader,
     StoredEvent,
     SurfaceOp,
-    TextDelta,
-    ToolCallDelta,
     encode_data,
 )
 from ._rules import LogState
@@ -197,13 +197,15 @@ def _unpack(kind: str, raw: bytes, line: int, file: str) -> list[StoredEvent]:
             time += packed.dt[k - 1]
         chunk: TextDelta | ReasoningDelta | ToolCallDelta
         if isinstance(packed, _PackedTool):
-            chunk = ToolCallDelta(index=packed.index, id=packed.id, name=packed.name, arguments_delta=member)
+            chunk = ToolCallDelta(
+                index=packed.index, id=CallId(packed.id), name=packed.name, arguments_delta=member
+            )
         elif kind == "text-chunks":
             chunk = TextDelta(index=packed.index, text=member)
         else:
             chunk = ReasoningDelta(index=packed.index, text=member)
-        data = encode_data(AssistantChunkData(turn=packed.turn, step=packed.step, chunk=chunk))
-        events.append(StoredEvent(type="assistant/chunk", seq=row.seq0 + k, time=time, data=data))
+        event = AssistantChunk(data=AssistantChunkData(turn=packed.turn, step=packed.step, chunk=chunk))
+        events.append(StoredEvent.from_event(event, seq=row.seq0 + k, time=time))
     return events
 
 
@@ -293,9 +295,6 @@ def event_line(event: StoredEvent) -> bytes:
     return b"".join(parts)
 
 
-_CHUNK = msgspec.json.Decoder(AssistantChunkData)
-
-
 def _pack_key(event: StoredEvent) -> tuple[Any, ...] | None:
     """What a delta must share with its run to be packed, or None if it cannot be packed losslessly."""
     if (
@@ -307,8 +306,11 @@ def _pack_key(event: StoredEvent) -> tuple[Any, ...] | None:
     ):
         return None
     try:
-        data = _CHUNK.decode(event.data)
+        view = event.view()
     except msgspec.DecodeError:
+        return None
+    data = view.data
+    if not isinstance(data, AssistantChunkData):
         return None
     chunk = data.chunk
     if not isinstance(chunk, TextDelta | ReasoningDelta | ToolCallDelta) or encode_data(data) != event.data:
@@ -324,7 +326,9 @@ def _packed_line(key: tuple[Any, ...], run: list[StoredEvent]) -> bytes:
     dt = [b.time - a.time for a, b in itertools.pairwise(run)]
     members = []
     for event in run:
-        chunk = _CHUNK.decode(event.data).chunk
+        delta = event.view().data
+        assert isinstance(delta, AssistantChunkData), "runs hold assistant/chunk events only"
+        chunk = delta.chunk
         members.append(chunk.arguments_delta if isinstance(chunk, ToolCallDelta) else chunk.text)  # type: ignore[union-attr]  # runs hold deltas only
     data: dict[str, Any] = {"turn": turn, "step": step, "index": index, "dt": dt}
     if kind == "tool-call-chunks":

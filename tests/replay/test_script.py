@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from replay import (
@@ -194,14 +195,18 @@ def test_a_bad_chunk_names_the_file_line_and_seq(tmp_path: Path) -> None:
     assert "exploded" in str(caught.value)
 
 
-def test_an_unknown_chunk_field_is_refused(tmp_path: Path) -> None:
+def test_an_unknown_chunk_field_is_accepted_and_a_mistyped_one_refused(tmp_path: Path) -> None:
+    # the original adds fields over time: its logs are read, and the log keeps them as written
     log = LogBuilder().add("turn/start", {"turn": 1}).add("step/start", {"turn": 1, "step": 1})
-    log.add(
-        "assistant/chunk",
-        {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": "x", "y": 1}},
-    )
-    with pytest.raises(ScriptError, match="unknown field `y`"):
-        derive_script(read_log(log.write(tmp_path / "s.jsonl")))
+    for chunk in text_call("x"):
+        with_extra = {**msgspec.to_builtins(chunk), "y": {"nested": [1]}}
+        log.add("assistant/chunk", {"turn": 1, "step": 1, "chunk": with_extra})
+    script = derive_script(read_log(log.write(tmp_path / "s.jsonl")))
+    assert [entry.finish_kind for entry in script.entries] == ["stop"]
+    bad = LogBuilder().add("turn/start", {"turn": 1}).add("step/start", {"turn": 1, "step": 1})
+    bad.add("assistant/chunk", {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": 1}})
+    with pytest.raises(ScriptError, match=r"Expected `str`, got `int`"):
+        derive_script(read_log(bad.write(tmp_path / "bad.jsonl")))
 
 
 def test_a_torn_log_refuses_its_last_stream(tmp_path: Path) -> None:

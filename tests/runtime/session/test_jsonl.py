@@ -10,9 +10,9 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from runtime.llm import ReasoningDelta
 from runtime.session import (
     LogFormatError,
-    ReasoningDelta,
     SessionStore,
     StoredEvent,
     UnsupportedVersionError,
