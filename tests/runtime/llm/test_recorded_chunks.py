@@ -41,7 +41,9 @@ def test_a_chunk_of_an_unknown_type_or_a_mistyped_field_is_refused_an_unknown_fi
     with pytest.raises(msgspec.ValidationError, match="Invalid value 'block-middle'"):
         decode_chunk(b'{"type":"block-middle","index":0}')
     # the original adds fields over time: the typed chunk reads what dsh models, the log keeps the rest as written
-    assert decode_chunk(b'{"type":"text-delta","index":0,"text":"x","extra":1}') == TextDelta(index=0, text="x")
+    assert decode_chunk(b'{"type":"text-delta","index":0,"text":"x","extra":1}') == TextDelta(
+        index=0, text="x"
+    )
     with pytest.raises(msgspec.ValidationError, match=r"Expected `str`, got `int` - at `\$.text`"):
         decode_chunk(b'{"type":"text-delta","index":0,"text":1}')
 
