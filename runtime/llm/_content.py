@@ -23,6 +23,7 @@ __all__ = [
     "MessageId",
     "MessageSource",
     "ModelSource",
+    "OtherSource",
     "PluginSource",
     "ReasoningBlock",
     "TextBlock",
@@ -127,7 +128,15 @@ class ModelSource(
     replay_state: Any = None
 
 
-MessageSource = UserSource | PluginSource | ToolSource | ModelSource
+class OtherSource(msgspec.Struct, frozen=True, tag_field="kind", tag="other", kw_only=True):
+    """A source kind dsh does not model: the original's plugins add their own (`subagent-report`,
+    `subagent-settled`, ...). `name` is the kind as written (the session log reads such a message as this, and keeps
+    the source as written); the message is history like any other user-role message."""
+
+    name: str
+
+
+MessageSource = UserSource | PluginSource | ToolSource | ModelSource | OtherSource
 
 
 class UserMessage(msgspec.Struct, frozen=True, tag_field="role", tag="user", kw_only=True):
@@ -135,7 +144,7 @@ class UserMessage(msgspec.Struct, frozen=True, tag_field="role", tag="user", kw_
 
     id: MessageId
     content: tuple[UserBlock, ...]
-    source: UserSource | PluginSource | ToolSource = UserSource()
+    source: UserSource | PluginSource | ToolSource | OtherSource = UserSource()
 
 
 class AssistantMessage(msgspec.Struct, frozen=True, tag_field="role", tag="assistant", kw_only=True):

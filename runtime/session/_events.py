@@ -537,8 +537,18 @@ def _message_id(data: dict[str, Any], seq: int) -> None:
         data["id"] = f"seq-{seq}"  # an older log's message has no id: the event's seq names it, stably
 
 
+_SOURCE_KINDS = frozenset({"user", "plugin", "tool", "model", "other"})
+
+
+def _source_kind(message: dict[str, Any]) -> None:
+    source = message.get("source")
+    if isinstance(source, dict) and isinstance(source.get("kind"), str) and source["kind"] not in _SOURCE_KINDS:
+        message["source"] = {"kind": "other", "name": source["kind"]}  # a kind a plugin of the original adds
+
+
 def _upgrade_user(data: dict[str, Any], seq: int) -> dict[str, Any]:
     _message_id(data, seq)
+    _source_kind(data)
     return data
 
 

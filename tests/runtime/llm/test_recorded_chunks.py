@@ -102,9 +102,11 @@ def _recorded_messages() -> list[tuple[str, dict[str, object]]]:
     for path in LOGS:
         for line_no, line in enumerate(path.read_text().splitlines(), 1):
             event = json.loads(line)
-            if event["type"] == "user/message":
+            # the current shape only: the older shapes the original still reads (no message id, content beside
+            # provenance or callId) are converted by the log's event table, tested with the session log
+            if event["type"] == "user/message" and "id" in event["data"]:
                 out.append((f"{path.parent.name}:{line_no}", event["data"]))
-            elif event["type"] in ("assistant/message", "tool/result"):
+            elif event["type"] in ("assistant/message", "tool/result") and "message" in event["data"]:
                 out.append((f"{path.parent.name}:{line_no}", event["data"]["message"]))
     return out
 
