@@ -330,3 +330,33 @@ def agent_turns(draw: st.DrawFn) -> list[list[AgentStep]]:
         )
         turns.append([*steps, ("text", 0)])
     return turns
+
+
+# ---------------------------------------------------------------- fields dsh does not model
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**53), 2**53)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=8,
+)
+"""Any JSON value (numbers in the range every JSON reader keeps exactly)."""
+
+extra_keys = st.text(max_size=6).map(lambda name: f"x_{name}")
+"""Keys no wire struct models (every modelled field is camelCase, without an underscore)."""
+
+
+@st.composite
+def with_extra_fields(draw: st.DrawFn, value: object) -> object:
+    """`value` (decoded JSON) with extra keys added to some of its objects, at any depth."""
+    if isinstance(value, list):
+        return [draw(with_extra_fields(item)) for item in value]
+    if not isinstance(value, dict):
+        return value
+    out = {key: draw(with_extra_fields(item)) for key, item in value.items()}
+    for key, extra in draw(st.dictionaries(extra_keys, json_values, max_size=2)).items():
+        out.setdefault(key, extra)
+    return out
