@@ -15,7 +15,9 @@ from runtime.session import EVENT_TYPES, Event, SessionHeader
 
 Key = tuple[str, str]
 
-OTHER_FORMATS = {"replay._overrides": "override.json, whose `op` tags (replace, patch, ...) are its own vocabulary"}
+OTHER_FORMATS = {
+    "replay._overrides": "override.json, whose `op` tags (replace, patch, ...) are its own vocabulary"
+}
 """Modules that declare another file format's tagged Structs: a tag there names no session-log object."""
 
 

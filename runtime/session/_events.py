@@ -503,6 +503,7 @@ EVENT_TYPES: Mapping[str, type[Event]] = {
 """The one tag -> type table: every reader of the log (store, JSONL, rules, projection, replay, CLI, plugins)
 decodes through it."""
 
+_TAGS: dict[type[Event], str] = {cls: tag for tag, cls in EVENT_TYPES.items()}
 _DATA_TYPES: dict[str, type[msgspec.Struct]] = {
     tag: next(f.type for f in msgspec.structs.fields(cls) if f.name == "data")
     for tag, cls in EVENT_TYPES.items()
@@ -542,7 +543,11 @@ _SOURCE_KINDS = frozenset({"user", "plugin", "tool", "model", "other"})
 
 def _source_kind(message: dict[str, Any]) -> None:
     source = message.get("source")
-    if isinstance(source, dict) and isinstance(source.get("kind"), str) and source["kind"] not in _SOURCE_KINDS:
+    if (
+        isinstance(source, dict)
+        and isinstance(source.get("kind"), str)
+        and source["kind"] not in _SOURCE_KINDS
+    ):
         message["source"] = {"kind": "other", "name": source["kind"]}  # a kind a plugin of the original adds
 
 
@@ -656,6 +661,8 @@ class StoredEvent(msgspec.Struct, kw_only=True, gc=False):
         """The typed, frozen event (decoded once, then kept). Raises `msgspec.DecodeError` for bad data."""
         typed = self.typed
         if typed is not None:
+            if typed.seq != self.seq and isinstance(typed, Event):  # handed over by an append: stamp it once
+                typed = self.typed = msgspec.structs.replace(typed, seq=self.seq, time=self.time)
             return typed
         cls = EVENT_TYPES.get(self.type)
         if cls is None:
@@ -681,15 +688,15 @@ class StoredEvent(msgspec.Struct, kw_only=True, gc=False):
     @classmethod
     def from_event(cls, event: Event, *, seq: int, time: int, data: str | None = None) -> StoredEvent:
         """The stored form of a typed event, with the seq and time the log assigned (`data`: its data's JSON text
-        when the writer has it as written, else encoded here). The typed event is kept with it."""
-        typed = msgspec.structs.replace(event, seq=seq, time=time)
+        when the writer has it as written, else encoded here). The typed event is kept with it (its seq and time
+        are stamped on the first `view()`, so an append that nobody reads back costs no copy)."""
         return cls(
-            type=str(type(event).__struct_config__.tag),
+            type=_TAGS[type(event)],
             seq=seq,
             time=time,
             data=encode_data(event.data) if data is None else data,
             surface_op=event.surface_op,
             source_event_seqs=event.source_event_seqs,
             ignorable=event.ignorable,
-            typed=typed,  # type: ignore[arg-type]  # every Event subclass in use is a CoreEvent
+            typed=event,  # type: ignore[arg-type]  # every Event subclass in use is a CoreEvent; stamped on view()
         )

@@ -240,8 +240,12 @@ def _events(source: Iterator[bytes], header: ParsedHeader, file: str) -> Iterato
         for event in events:
             try:
                 state.feed(event)
+                if event.typed is None and event.type == "assistant/chunk":
+                    event.view()  # a file's chunks are checked too (the store's own appends are typed already)
             except LogRuleError as error:
                 raise _fail(error.reason, error.rule, number, file) from None
+            except msgspec.DecodeError as error:
+                raise _fail(f"bad {event.type} data: {error}", "data.schema", number, file) from None
             yield event
     seed = header.header.seed_length
     if seed is not None and not 0 <= seed <= state.next_seq:

@@ -103,10 +103,10 @@ class SurfaceFold:
     nodes: list[SurfaceNode] = field(default_factory=list)
     replacements: int = 0
 
-    def apply(self, event: StoredEvent, message: Message | None = None) -> None:
+    def apply(self, event: StoredEvent, message: Message | None = None, snapshot: str | None = None) -> None:
         """Fold one surface event (checked first: an invalid op leaves the fold unchanged); `message` is its typed
-        message, when the caller has it."""
-        node = SurfaceNode(event.seq, event.type, event.data, message, _snapshot_of(message))
+        message to keep with the node, `snapshot` the runtime-context snapshot text it carries."""
+        node = SurfaceNode(event.seq, event.type, event.data, message, snapshot)
         op = event.surface_op
         if op == "append":
             self.nodes.append(node)
@@ -228,13 +228,26 @@ class LogState:
                 rule="seq.contiguous",
                 seq=event.seq,
             )
+        if (
+            event.type == "assistant/chunk"
+            and event.surface_op is None
+            and event.source_event_seqs is None
+            and event.time >= 0
+        ):
+            # the bulk of every log: a chunk with a plain envelope changes no state the rules keep
+            self.next_seq, self.last_type, self.last_time = event.seq + 1, event.type, event.time
+            return
         self._check_envelope(event)
+        given = data is not None
         if data is None and event.type in _DECODED:
             data = self._decode(event)
         if isinstance(data, AssistantMessageData):
             _check_model_source(event, data)
         if event.surface_op is not None:
-            self.surface.apply(event, _message_of(data))
+            message = _message_of(data)
+            # a node keeps the typed message its writer handed over (appends: free); one decoded here to check it
+            # is not kept, so a long history costs its text once, not twice (readers decode it when they need it)
+            self.surface.apply(event, message if given else None, _snapshot_of(message))
         self._track(event, data)
         self.next_seq = event.seq + 1
         self.last_type = event.type
