@@ -209,18 +209,24 @@ def _unpack(kind: str, raw: bytes, line: int, file: str) -> list[StoredEvent]:
     return events
 
 
-def read_jsonl(lines: Iterable[bytes], *, file: str = "") -> tuple[ParsedHeader, Iterator[StoredEvent]]:
+def read_jsonl(
+    lines: Iterable[bytes], *, file: str = "", check_chunks: bool = False
+) -> tuple[ParsedHeader, Iterator[StoredEvent]]:
     """Parse a log: the header now, the events lazily. Every event is checked against the log's rules as it is
-    yielded; the first broken rule raises `LogFormatError` naming the line (and the rule)."""
+    yielded; the first broken rule raises `LogFormatError` naming the line (and the rule). `check_chunks` also
+    decodes every chunk (import does: the store must hold no chunk its readers refuse); a reader that decodes the
+    chunks itself (replay) leaves it off and reports a bad one in its own terms."""
     source = iter(lines)
     first = next(source, None)
     if first is None or not first.strip():
         raise _fail("the file is empty: expected the session header", "header.missing", 1, file)
     header = _parse_header(first, file)
-    return header, _events(source, header, file)
+    return header, _events(source, header, file, check_chunks)
 
 
-def _events(source: Iterator[bytes], header: ParsedHeader, file: str) -> Iterator[StoredEvent]:
+def _events(
+    source: Iterator[bytes], header: ParsedHeader, file: str, check_chunks: bool
+) -> Iterator[StoredEvent]:
     state = LogState()
     blank: int | None = None
     for number, raw in enumerate(source, 2):
@@ -240,8 +246,8 @@ def _events(source: Iterator[bytes], header: ParsedHeader, file: str) -> Iterato
         for event in events:
             try:
                 state.feed(event)
-                if event.typed is None and event.type == "assistant/chunk":
-                    event.view()  # a file's chunks are checked too (the store's own appends are typed already)
+                if check_chunks and event.typed is None and event.type == "assistant/chunk":
+                    event.view()
             except LogRuleError as error:
                 raise _fail(error.reason, error.rule, number, file) from None
             except msgspec.DecodeError as error:
@@ -393,7 +399,7 @@ def import_jsonl(
     the import consumes it): increasing counts that end at the file's size once the whole file is in. It is called
     once per line, so a caller drawing a bar should throttle its own redraws."""
     path = Path(path)
-    parsed, events = read_jsonl(_lines(path, progress), file=str(path))
+    parsed, events = read_jsonl(_lines(path, progress), file=str(path), check_chunks=True)
     header = parsed.header
     info = SessionInfo(
         id=store.ids.new_session_id(),

@@ -86,7 +86,11 @@ def _visible(node: SurfaceNode) -> bool:
         return True
     if node.typed is not None:
         return bool(node.typed.content)
-    return bool(_CONTENT_OF.decode(node.data).message.content)  # Raw slices: no copy of the message
+    try:
+        return bool(_CONTENT_OF.decode(node.data).message.content)  # Raw slices: no copy of the message
+    except msgspec.ValidationError:  # an older shape the original still reads: through the event table
+        data = decode_data(node.type, node.data, node.seq)
+        return bool(data.message.content)
 
 
 def project(events: Iterable[StoredEvent]) -> Projection:

@@ -28,6 +28,8 @@ from ._events import (
     TurnEndData,
     TurnStartData,
     core_event_types,
+    decode_data,
+    encode_data,
 )
 
 __all__ = ["SNAPSHOT_FORM", "LogState", "OpenToolCall", "SurfaceFold", "SurfaceNode", "message_json"]
@@ -60,7 +62,10 @@ def message_json(event_type: str, data: str) -> str:
     """The JSON text of the message a surface event's data carries, exactly as written."""
     if event_type == "user/message":
         return data
-    return bytes(_MESSAGE_FIELD.decode(data).message).decode()
+    try:
+        return bytes(_MESSAGE_FIELD.decode(data).message).decode()
+    except msgspec.ValidationError:  # an older shape the original still reads: the message it converts to
+        return encode_data(_message_of(decode_data(event_type, data)))
 
 
 def _message_of(data: object) -> Message | None:

@@ -47,6 +47,8 @@ EXPECTED: dict[str, list[tuple[int, int, int, str, str]]] = {
     ],
     "empty-response-retry/session.jsonl": [(1, 1, 1, "model", "error"), (1, 1, 2, "model", "stop")],
     "error-finish/session.jsonl": [(1, 1, 1, "model", "error")],
+    "inline-image-prompt/session.jsonl": [(1, 1, 1, "model", "stop")],
+    "max-tokens-continue/session.jsonl": [(1, 1, 1, "model", "max-tokens"), (2, 1, 1, "model", "stop")],
     "multi-turn/session.jsonl": [(1, 1, 1, "model", "stop"), (2, 1, 1, "model", "stop")],
     "packed-chunks/session.jsonl": [(1, 1, 1, "model", "tool-calls"), (1, 2, 1, "model", "stop")],
     "parallel-tool-calls/session.jsonl": [(1, 1, 1, "model", "tool-calls"), (1, 2, 1, "model", "stop")],
@@ -56,11 +58,19 @@ EXPECTED: dict[str, list[tuple[int, int, int, str, str]]] = {
         (2, 2, 1, "model", "stop"),
     ],
     "subagent-fork-in-process/session.1.jsonl": [(2, 1, 1, "model", "stop")],
+    "subagent-report/session.jsonl": [
+        (1, 1, 1, "model", "tool-calls"),
+        (1, 2, 1, "model", "stop"),
+        (2, 1, 1, "model", "stop"),
+        (3, 1, 1, "model", "stop"),
+    ],
+    "subagent-report/session.1.jsonl": [(1, 1, 1, "model", "tool-calls"), (1, 2, 1, "model", "stop")],
     "text-turn/session.jsonl": [(1, 1, 1, "model", "stop")],
     "todo-write/session.jsonl": [(1, 1, 1, "model", "tool-calls"), (1, 2, 1, "model", "stop")],
     "tool-call-turn/session.jsonl": [(1, 1, 1, "model", "tool-calls"), (1, 2, 1, "model", "stop")],
     "tool-outcome-unknown/replay.jsonl": [],
     "tool-outcome-unknown/session.expected.jsonl": [(2, 1, 1, "model", "stop")],
+    "web-fresh-round-trip/session.jsonl": [(1, 1, 1, "model", "tool-calls"), (1, 2, 1, "model", "stop")],
 }
 NEEDS_OVERRIDE = {"cancel/session.jsonl": CallKey(turn=1, step=1, attempt=1)}
 LOGS = sorted(str(path.relative_to(HARNESS)) for path in HARNESS.glob("*/*.jsonl"))
