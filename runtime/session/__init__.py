@@ -1,11 +1,14 @@
 """The append-only session log: wire events, the SQLite store, JSONL import/export, projection, fork and repair."""
 
 from ._errors import InvalidBoundaryError as InvalidBoundaryError
+from ._errors import LeaseLostError as LeaseLostError
 from ._errors import LogFormatError as LogFormatError
+from ._errors import LogGapError as LogGapError
 from ._errors import LogRuleError as LogRuleError
 from ._errors import OpenTurnError as OpenTurnError
 from ._errors import SessionBusyError as SessionBusyError
 from ._errors import SessionExistsError as SessionExistsError
+from ._errors import SessionInUseError as SessionInUseError
 from ._errors import SessionNotFoundError as SessionNotFoundError
 from ._errors import StoreSchemaError as StoreSchemaError
 from ._errors import UnsupportedVersionError as UnsupportedVersionError
@@ -95,8 +98,10 @@ from ._services import IdMinter as IdMinter
 from ._services import SessionId as SessionId
 from ._services import SystemClock as SystemClock
 from ._services import UuidIds as UuidIds
+from ._store import LEASE_TTL_MS as LEASE_TTL_MS
 from ._store import SCHEMA_VERSION as SCHEMA_VERSION
 from ._store import STORE as STORE
+from ._store import Lease as Lease
 from ._store import SessionInfo as SessionInfo
 from ._store import SessionStore as SessionStore
 from ._store import SpawnedBy as SpawnedBy
@@ -126,11 +131,15 @@ __all__ = [
     "HeaderReason",
     "IdMinter",
     "InvalidBoundaryError",
+    "LEASE_TTL_MS",
+    "Lease",
+    "LeaseLostError",
     "LlmRetry",
     "LlmRetryData",
     "LlmRetryStarted",
     "LlmRetryStartedData",
     "LogFormatError",
+    "LogGapError",
     "LogRuleError",
     "LogState",
     "OpaqueEvent",
@@ -153,6 +162,7 @@ __all__ = [
     "SessionExistsError",
     "SessionHeader",
     "SessionId",
+    "SessionInUseError",
     "SessionInfo",
     "SessionLog",
     "SessionNotFoundError",
