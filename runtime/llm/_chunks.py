@@ -3,6 +3,7 @@
 Wire tags and field names are the TypeScript original's (`block-start{index, blockType}`, `finish{reason:{kind}}`),
 so recorded `assistant/chunk` payloads decode unchanged. A stream is: blocks opened, filled by deltas and closed by
 `block-end` carrying the assembled block; then `usage` (optional); then exactly one `finish`, and nothing after it.
+A field a chunk type does not model is accepted and left out of the typed value (the session log keeps it).
 """
 
 from __future__ import annotations
@@ -184,7 +185,8 @@ _encoder = msgspec.json.Encoder()
 
 
 def decode_chunk(data: bytes | str) -> StreamChunk:
-    """Decode one chunk from JSON, strictly (`msgspec.ValidationError` says what and where)."""
+    """Decode one chunk from JSON: an unknown type or a mistyped field raises `msgspec.ValidationError` (what and
+    where); a field the type does not model is ignored."""
     return _decoder.decode(data)
 
 
