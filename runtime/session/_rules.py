@@ -86,8 +86,9 @@ def _snapshot_of(message: Message | None) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class SurfaceNode:
-    """One node of the surface: the event that put it there, its data as written, and its typed message when the
-    feeder decoded it (the log's own state always does); `snapshot` is the text of a runtime-context snapshot."""
+    """One node of the surface: the event that put it there, its data as written (the message inside it is
+    extracted on demand), the typed message when its writer handed it over (an append), and `snapshot`, the text of
+    a runtime-context snapshot message."""
 
     seq: int
     type: str
