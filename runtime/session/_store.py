@@ -115,6 +115,10 @@ def event_row(session_id: str, event: StoredEvent) -> EventRow:
 
 def _event(row: tuple[Any, ...]) -> StoredEvent:
     seq, kind, time, data, op, sources, ignorable, extra = row
+    if (
+        op is None and sources is None and ignorable is None and extra is None
+    ):  # most rows (chunks): no envelope
+        return StoredEvent(type=kind, seq=seq, time=time, data=data)
     surface: SurfaceOp | None = None
     if op is not None:
         surface = "append" if op == "append" else _REPLACE.decode(op)
@@ -484,8 +488,7 @@ class SessionStore:
             while True:
                 with self._lock:
                     page = self._conn.execute(query, [owner, low, *bound_params, *params, _BATCH]).fetchall()
-                for row in page:
-                    yield _event(row)
+                yield from map(_event, page)
                 if len(page) < _BATCH:
                     break
                 low = page[-1][0] + 1

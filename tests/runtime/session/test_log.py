@@ -7,6 +7,7 @@ import sqlite3
 import anyio
 import pytest
 
+from runtime.llm import TextDelta
 from runtime.session import (
     AssistantChunk,
     AssistantChunkData,
@@ -15,7 +16,6 @@ from runtime.session import (
     SessionBusyError,
     SessionStore,
     StoredEvent,
-    TextDelta,
     TurnStart,
     TurnStartData,
     UserMessage,

@@ -60,7 +60,7 @@ def test_sigkill_mid_stream_keeps_every_flushed_event_and_repair_closes_the_turn
         _, appended = resume(store, session)
         assert [e.type for e in appended] == ["step/end", "turn/end", "session/end-seed"]
         assert json.loads(appended[1].data)["reason"] == {"kind": "interrupted"}
-        assert [m.view().role for m in project(store.events(session)).messages] == ["user"]
+        assert [type(m.view()).__name__ for m in project(store.events(session)).messages] == ["UserMessage"]
 
 
 def test_four_processes_append_to_different_sessions_of_one_file(tmp_path: Path) -> None:

@@ -11,13 +11,13 @@ import sys
 
 import anyio
 
+from runtime.llm import TextDelta
 from runtime.session import (
     AssistantChunk,
     AssistantChunkData,
     SessionStore,
     StepData,
     StepStart,
-    TextDelta,
     TurnStart,
     TurnStartData,
     open_log,
