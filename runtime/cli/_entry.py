@@ -1,5 +1,6 @@
 """`dsh`'s console-script entry point, kept free of imports: `dsh --version` answers from the package metadata
-alone, and anything else loads the typer app (`runtime.cli.app`), which loads only the command that runs."""
+alone, `dsh --help` from the command table (`_commands`) when its output is plain text, and anything else loads the
+typer app (`runtime.cli.app`), which loads only the command that runs."""
 
 from __future__ import annotations
 
@@ -53,6 +54,13 @@ def main(argv: list[str] | None = None) -> None:
     if args == ["--version"]:
         print(f"dsh {version()}")
         return
+    if args == ["--help"]:
+        from ._commands import plain_root_help
+
+        text = plain_root_help()
+        if text is not None:
+            sys.stdout.write(text)
+            return
     from .app import main as run_app
 
     run_app(args)
