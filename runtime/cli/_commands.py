@@ -127,7 +127,9 @@ def entry_point_commands() -> dict[str, LazyCommand]:
     for name, value in _entry_points(ENTRY_POINT_GROUP):
         if name not in CORE_COMMANDS and name not in found:
             module = value.partition(":")[0].strip()
-            found[name] = LazyCommand(value, f"A command from {module}: `dsh {name} --help` says what it does.")
+            found[name] = LazyCommand(
+                value, f"A command from {module}: `dsh {name} --help` says what it does."
+            )
     return found
 
 
@@ -179,7 +181,9 @@ def _panel(title: str, rows: list[tuple[str, str]], width: int) -> list[str] | N
         lines = _wrapped(help, inner - len(fixed))
         if lines is None or len(fixed) + _MIN_HELP > inner:
             return None
-        out += [f"│ {(fixed if n == 0 else ' ' * len(fixed)) + line:<{inner}} │" for n, line in enumerate(lines)]
+        out += [
+            f"│ {(fixed if n == 0 else ' ' * len(fixed)) + line:<{inner}} │" for n, line in enumerate(lines)
+        ]
     return [*out, "╰" + "─" * (width - 2) + "╯"]
 
 

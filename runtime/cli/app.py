@@ -31,7 +31,6 @@ from ._entry import version
 __all__ = ["CORE_COMMANDS", "ENTRY_POINT_GROUP", "add_entry_point_commands", "app", "loaded_command", "main"]
 
 
-
 def _load(name: str, lazy: LazyCommand) -> click.Command:
     module, _, attribute = lazy.target.partition(":")
     target: object = getattr(import_module(module), attribute)
@@ -113,9 +112,7 @@ def _show_version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    debug: Annotated[
-        bool, typer.Option("--debug", help=ROOT_OPTIONS["--debug"])
-    ] = False,
+    debug: Annotated[bool, typer.Option("--debug", help=ROOT_OPTIONS["--debug"])] = False,
     show_version: Annotated[
         bool,
         typer.Option("--version", help=ROOT_OPTIONS["--version"], callback=_show_version, is_eager=True),

@@ -10,8 +10,6 @@ A lease row per session gives it one writer across processes.
 from __future__ import annotations
 
 import os
-import secrets
-import socket
 import sqlite3
 import threading
 import time
@@ -19,12 +17,11 @@ from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
-import sqlite_utils
 
-from runtime.kernel import ServiceKey
+from runtime.kernel.services import ServiceKey
 
 from ._errors import (
     InvalidBoundaryError,
@@ -38,6 +35,9 @@ from ._errors import (
 )
 from ._events import Replace, StoredEvent, SurfaceOp
 from ._services import Clock, IdMinter, SessionId, SystemClock, UuidIds
+
+if TYPE_CHECKING:  # sqlite_utils is imported only to create or migrate a schema: reading needs sqlite3 alone
+    import sqlite_utils
 
 __all__ = [
     "LEASE_TTL_MS",
@@ -285,7 +285,8 @@ class SessionStore:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
         self._conn = self.connect()
-        self.db = sqlite_utils.Database(self._conn)
+        self._conn.execute("PRAGMA recursive_triggers = ON")  # as sqlite_utils.Database sets it, built or not
+        self._db: sqlite_utils.Database | None = None
         try:
             self._migrate()
         except BaseException:
@@ -293,6 +294,15 @@ class SessionStore:
             raise
 
     # ------------------------------------------------------------ connections and transactions
+
+    @property
+    def db(self) -> sqlite_utils.Database:
+        """The store's connection as a `sqlite_utils.Database` (what schema migrations are written against)."""
+        if self._db is None:
+            import sqlite_utils
+
+            self._db = sqlite_utils.Database(self._conn)
+        return self._db
 
     def connect(self) -> sqlite3.Connection:
         """A new connection to the store's file, configured like every other (used by log writers)."""
@@ -334,9 +344,10 @@ class SessionStore:
                     f"{self.path} has schema version {version}, newer than this dsh reads ({SCHEMA_VERSION}); "
                     "upgrade dsh"
                 )
-            for number in range(version, SCHEMA_VERSION):
+            for number in range(version, SCHEMA_VERSION):  # self.db (sqlite_utils) is built only here
                 _MIGRATIONS[number](self.db)
-            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            if version != SCHEMA_VERSION:  # an up-to-date store is not written to (a commit that syncs the file)
+                conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     def schema_version(self) -> int:
         with self._lock:
@@ -598,6 +609,9 @@ class SessionStore:
     def acquire_lease(self, session_id: str) -> Lease:
         """Take the lease on `session_id` for this process, or raise `SessionInUseError` naming its holder. A held
         lease is taken over only when its holder is provably gone: its pid is dead on this host, or it expired."""
+        import secrets  # leases only (with socket): a store that is only read never imports them
+        import socket
+
         now = self._wall_ms()
         mine = Lease(
             session_id=session_id,
