@@ -102,6 +102,7 @@ def info_json(info: SessionInfo, length: int) -> dict[str, Any]:
 def sessions_json(store: SessionStore) -> str:
     """`dsh sessions list --json`: every session, oldest first, with its event count."""
     import json  # the table never needs it
+
     return json.dumps([info_json(info, store.length(info.id)) for info in store.sessions()])
 
 
@@ -192,6 +193,8 @@ def run_fast(args: list[str]) -> bool:
     if options is None:
         return False
     store, as_json = options
+    if not as_json and not _plain_stdout():
+        return False  # a terminal gets rich's styles
     from runtime.host import open_store
 
     try:
@@ -199,7 +202,7 @@ def run_fast(args: list[str]) -> bool:
             if as_json:
                 text: str | None = sessions_json(opened) + "\n"
             else:
-                text = plain_table(*session_rows(opened), _console_width()) if _plain_stdout() else None
+                text = plain_table(*session_rows(opened), _console_width())
     except Exception:  # typer's path reports it (the same error, as it always has)
         return False
     if text is None:
