@@ -346,7 +346,7 @@ class SessionStore:
                 )
             for number in range(version, SCHEMA_VERSION):  # self.db (sqlite_utils) is built only here
                 _MIGRATIONS[number](self.db)
-            if version != SCHEMA_VERSION:  # an up-to-date store is not written to (a commit that syncs the file)
+            if version != SCHEMA_VERSION:  # an up-to-date store is not written to (a synced commit)
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     def schema_version(self) -> int:
