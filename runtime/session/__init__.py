@@ -6,7 +6,9 @@ from ._errors import LogRuleError as LogRuleError
 from ._errors import OpenTurnError as OpenTurnError
 from ._errors import SessionBusyError as SessionBusyError
 from ._errors import SessionExistsError as SessionExistsError
+from ._errors import SessionInUseError as SessionInUseError
 from ._errors import SessionNotFoundError as SessionNotFoundError
+from ._errors import StoreConnectError as StoreConnectError
 from ._errors import StoreSchemaError as StoreSchemaError
 from ._errors import UnsupportedVersionError as UnsupportedVersionError
 from ._events import FORMAT_VERSION as FORMAT_VERSION
@@ -82,10 +84,16 @@ from ._jsonl import read_jsonl as read_jsonl
 from ._jsonl import write_jsonl as write_jsonl
 from ._log import SessionLog as SessionLog
 from ._log import open_log as open_log
+from ._open import is_postgres_url as is_postgres_url
+from ._open import open_store as open_store
+from ._open import redact_url as redact_url
 from ._projection import PROJECTED_TYPES as PROJECTED_TYPES
 from ._projection import ProjectedMessage as ProjectedMessage
 from ._projection import Projection as Projection
 from ._projection import project as project
+from ._protocol import STORE as STORE
+from ._protocol import EventWriter as EventWriter
+from ._protocol import SessionStoreProtocol as SessionStoreProtocol
 from ._repair import closers as closers
 from ._repair import load_state as load_state
 from ._repair import resume as resume
@@ -98,12 +106,18 @@ from ._services import SessionId as SessionId
 from ._services import SystemClock as SystemClock
 from ._services import UuidIds as UuidIds
 from ._store import SCHEMA_VERSION as SCHEMA_VERSION
-from ._store import STORE as STORE
 from ._store import SessionInfo as SessionInfo
 from ._store import SessionStore as SessionStore
 from ._store import SpawnedBy as SpawnedBy
 
 __all__ = [
+    "redact_url",
+    "open_store",
+    "is_postgres_url",
+    "StoreConnectError",
+    "SessionStoreProtocol",
+    "SessionInUseError",
+    "EventWriter",
     "AssistantChunk",
     "AssistantChunkData",
     "AssistantMessage",

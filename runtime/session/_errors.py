@@ -11,7 +11,9 @@ __all__ = [
     "OpenTurnError",
     "SessionBusyError",
     "SessionExistsError",
+    "SessionInUseError",
     "SessionNotFoundError",
+    "StoreConnectError",
     "StoreSchemaError",
     "UnsupportedVersionError",
 ]
@@ -118,3 +120,27 @@ class SessionBusyError(SessionError):
             f'session "{session_id}" already has an open log in this process; append through that one'
         )
         self.session_id = session_id
+
+
+class SessionInUseError(SessionError):
+    """Another writer (this process or another, on any host) holds the session's lease (one writer per session)."""
+
+    code = "SESSION_IN_USE"
+
+    def __init__(self, session_id: str, *, pid: int, host: str, since: str) -> None:
+        super().__init__(f"session {session_id} is in use by pid {pid} on {host} since {since}")
+        self.session_id = session_id
+        self.pid = pid
+        self.host = host
+        self.since = since
+
+
+class StoreConnectError(SessionError, ConnectionError):
+    """A store's database cannot be reached; `location` is printable (a URL without its password)."""
+
+    code = "STORE_CONNECT"
+
+    def __init__(self, location: str, reason: str) -> None:
+        super().__init__(f"cannot open the session store {location}: {reason}")
+        self.location = location
+        self.reason = reason

@@ -23,8 +23,9 @@ from ._events import (
     ToolCallDelta,
     encode_data,
 )
+from ._protocol import SessionStoreProtocol
 from ._rules import LogState
-from ._store import SessionInfo, SessionStore, SpawnedBy
+from ._store import SessionInfo, SpawnedBy
 
 __all__ = [
     "ParsedHeader",
@@ -376,7 +377,7 @@ def _lines(path: Path, progress: Callable[[int], None] | None) -> Iterator[bytes
 
 
 def import_jsonl(
-    store: SessionStore, path: str | Path, *, progress: Callable[[int], None] | None = None
+    store: SessionStoreProtocol, path: str | Path, *, progress: Callable[[int], None] | None = None
 ) -> SessionInfo:
     """Import a JSONL log as a new session (a fresh id; the file's id is kept as `imported_from`). The whole file
     is checked inside one transaction: a bad file raises `LogFormatError` and leaves the store unchanged.
@@ -401,7 +402,7 @@ def import_jsonl(
     return store.import_session(info, events)
 
 
-def export_jsonl(store: SessionStore, session_id: str, out: BinaryIO, *, pack: bool = True) -> int:
+def export_jsonl(store: SessionStoreProtocol, session_id: str, out: BinaryIO, *, pack: bool = True) -> int:
     """Write the session's full log (fork prefix materialised) to `out`; returns the number of events."""
     info = store.info(session_id)
     count = 0

@@ -4,7 +4,6 @@ at once; a writer task commits whatever is pending in one `BEGIN IMMEDIATE` tran
 
 from __future__ import annotations
 
-import sqlite3
 import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -14,14 +13,15 @@ import anyio.to_thread
 
 from ._errors import SessionBusyError
 from ._events import Event, StoredEvent, data_type, encode_data
+from ._protocol import EventWriter, SessionStoreProtocol
 from ._repair import load_state, resume
 from ._rules import LogState
-from ._store import EventRow, SessionInfo, SessionStore, event_row
+from ._store import EventRow, SessionInfo, event_row
 
 __all__ = ["SessionLog", "open_log"]
 
 # the sessions each store has an open log for, in this process (one writer per session)
-_WRITERS: weakref.WeakKeyDictionary[SessionStore, set[str]] = weakref.WeakKeyDictionary()
+_WRITERS: weakref.WeakKeyDictionary[SessionStoreProtocol, set[str]] = weakref.WeakKeyDictionary()
 
 
 class SessionLog:
@@ -31,12 +31,12 @@ class SessionLog:
     `session_ids`): the times of its events and the ids of the records logged in it come from them."""
 
     def __init__(
-        self, store: SessionStore, info: SessionInfo, state: LogState, conn: sqlite3.Connection
+        self, store: SessionStoreProtocol, info: SessionInfo, state: LogState, writer: EventWriter
     ) -> None:
         self.store = store
         self.info = info
         self._state = state
-        self._conn = conn
+        self._writer = writer
         self._pending: list[EventRow] = []
         self._durable = state.next_seq
         self._wake = anyio.Event()
@@ -107,7 +107,7 @@ class SessionLog:
         """Commit what is still pending once the writer task is gone (blocking: error and cancellation paths)."""
         if self._pending and self._failure is None:
             batch, self._pending = self._pending, []
-            self.store.insert_rows(self._conn, batch)
+            self._writer.insert_rows(batch)
             self._durable = batch[-1][1] + 1
 
     async def _run(self) -> None:
@@ -124,7 +124,7 @@ class SessionLog:
             while self._pending:
                 batch, self._pending = self._pending, []
                 try:
-                    await anyio.to_thread.run_sync(self.store.insert_rows, self._conn, batch)
+                    await anyio.to_thread.run_sync(self._writer.insert_rows, batch)
                 except Exception as error:  # handed to every later append/flush of this log, raised there
                     self._failure = error
                     self._progress.set()
@@ -135,11 +135,15 @@ class SessionLog:
 
 
 @asynccontextmanager
-async def open_log(store: SessionStore, session_id: str, *, repair: bool = True) -> AsyncIterator[SessionLog]:
+async def open_log(
+    store: SessionStoreProtocol, session_id: str, *, repair: bool = True
+) -> AsyncIterator[SessionLog]:
     """Run a group-commit writer for `session_id` while the block runs; everything appended is flushed on exit.
 
-    With `repair` (the default) the log is resumed first: an open last turn is closed and `session/end-seed` marks
-    where this run's events begin. Without it, the log must not end inside a turn another writer left open.
+    The session's lease is taken first (`SessionInUseError` if another writer holds it), so the repair below is
+    the lease holder's. With `repair` (the default) the log is resumed first: an open last turn is closed and
+    `session/end-seed` marks where this run's events begin. Without it, the log must not end inside a turn another
+    writer left open.
     """
     info = store.info(session_id)
     writers = _WRITERS.setdefault(store, set())
@@ -147,9 +151,13 @@ async def open_log(store: SessionStore, session_id: str, *, repair: bool = True)
         raise SessionBusyError(session_id)
     writers.add(session_id)
     try:
+        writer = store.open_writer(session_id)
+    except BaseException:
+        writers.discard(session_id)
+        raise
+    try:
         state = resume(store, session_id)[0] if repair else load_state(store, session_id)
-        conn = store.connect()
-        log = SessionLog(store, info, state, conn)
+        log = SessionLog(store, info, state, writer)
         try:
             async with anyio.create_task_group() as group:
                 group.start_soon(log._run)
@@ -164,6 +172,6 @@ async def open_log(store: SessionStore, session_id: str, *, repair: bool = True)
             raise
         finally:
             log._commit_rest()
-            conn.close()
     finally:
+        writer.close()
         writers.discard(session_id)

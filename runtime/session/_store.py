@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,8 +17,6 @@ from typing import Any
 
 import msgspec
 import sqlite_utils
-
-from runtime.kernel import ServiceKey
 
 from ._errors import (
     InvalidBoundaryError,
@@ -29,7 +28,7 @@ from ._errors import (
 from ._events import Replace, StoredEvent, SurfaceOp
 from ._services import Clock, IdMinter, SessionId, SystemClock, UuidIds
 
-__all__ = ["SCHEMA_VERSION", "STORE", "EventRow", "SessionInfo", "SessionStore", "SpawnedBy"]
+__all__ = ["SCHEMA_VERSION", "EventRow", "SessionInfo", "SessionStore", "SpawnedBy", "SqliteWriter"]
 
 SCHEMA_VERSION = 1
 _BATCH = 2_000
@@ -209,6 +208,11 @@ class SessionStore:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute(f"PRAGMA synchronous = {self._synchronous}")
         return conn
+
+    @property
+    def location(self) -> str:
+        """The store's file, printable."""
+        return str(self.path)
 
     def close(self) -> None:
         with self._lock:
@@ -425,6 +429,33 @@ class SessionStore:
             raise
         conn.execute("COMMIT")
 
+    def open_writer(self, session_id: str) -> SqliteWriter:
+        """The append path of one session's writer: its own connection, committing with `BEGIN IMMEDIATE`."""
+        self.info(session_id)
+        return SqliteWriter(self, self.connect())
+
+    def wait_for_events(self, session_id: str, length: int, timeout: float) -> None:
+        """Poll the WAL file (and the database file) until either changes, or `timeout` seconds pass."""
+        files = (self.path, self.path.with_name(self.path.name + "-wal"))
+
+        def marks() -> tuple[tuple[int, int], ...]:
+            stats = []
+            for file in files:
+                try:
+                    stat = file.stat()
+                except FileNotFoundError:  # no WAL file between checkpoints: its absence is a mark too
+                    stats.append((-1, -1))
+                else:
+                    stats.append((stat.st_mtime_ns, stat.st_size))
+            return tuple(stats)
+
+        before = marks()
+        if self.length(session_id) > length:
+            return
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and marks() == before:
+            time.sleep(0.02)
+
     def import_session(self, info: SessionInfo, events: Iterable[StoredEvent]) -> SessionInfo:
         """Create a session and insert its events in one transaction; if `events` raises, nothing is kept."""
         with self._write() as conn:
@@ -497,7 +528,15 @@ class SessionStore:
         return None
 
 
-STORE = ServiceKey[SessionStore]("session-store")
-"""The store agents log to. The host (the `dsh` command, a test, an embedding application) provides it on the root
-context before loading a deployment: where sessions live, and the clock and ids they are stamped with, are the
-host's choice, not a deployment's."""
+class SqliteWriter:
+    """One session writer's connection to the store's file (`SessionStore.open_writer`)."""
+
+    def __init__(self, store: SessionStore, conn: sqlite3.Connection) -> None:
+        self._store = store
+        self._conn = conn
+
+    def insert_rows(self, rows: list[EventRow]) -> None:
+        self._store.insert_rows(self._conn, rows)
+
+    def close(self) -> None:
+        self._conn.close()
