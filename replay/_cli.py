@@ -27,7 +27,7 @@ from runtime.llm import (
     ToolCallBlock,
     ToolCallDelta,
 )
-from runtime.session import SessionStore
+from runtime.session import open_store
 
 from ._batch import Report, holds_many, replay_all, summary_table, tally
 from ._errors import ScriptError
@@ -146,9 +146,9 @@ def _line(entry: ScriptEntry, log_name: str) -> str:
     return f"  {_key(entry):<9} {entry.kind:<10} {count}  {ending:<11} {said}{override}  ({place})"
 
 
-def _load(log: str, override: Path | None, store: Path | None) -> tuple[Recording, list[Path]]:
+def _load(log: str, override: Path | None, store: str | None) -> tuple[Recording, list[Path]]:
     if store is not None:
-        with SessionStore(store) as opened:
+        with open_store(store) as opened:
             return stored_recording(opened, log, override=override), []
     path = Path(log)
     if not path.exists():
@@ -176,7 +176,10 @@ def inspect(
         typer.Option("--override", help="An override file (default: a directory's override.json)."),
     ] = None,
     store: Annotated[
-        Path | None, typer.Option("--store", help="Read LOG as a session id of this store.")
+        str | None,
+        typer.Option(
+            "--store", help="Read LOG as a session id of this store (a SQLite file or a postgresql:// URL)."
+        ),
     ] = None,
 ) -> None:
     """Print the model-call script of a recorded log, one line per call: (turn,step,attempt), kind, chunk count,

@@ -24,7 +24,15 @@ from runtime.agent import AGENTS, EVENT, Agent, AgentOptions
 from runtime.cli.view import TerminalView
 from runtime.kernel import Context, Deployment, load_deployment_into
 from runtime.llm import TextBlock, UserBlock
-from runtime.session import STORE, CountingIds, FixedClock, SessionInfo, SessionStore, write_jsonl
+from runtime.session import (
+    STORE,
+    CountingIds,
+    FixedClock,
+    SessionInfo,
+    SessionStore,
+    SessionStoreProtocol,
+    write_jsonl,
+)
 
 from ._errors import ReplayMismatch, ScriptError
 from ._placeholders import CWD_PLACEHOLDER
@@ -127,7 +135,7 @@ async def _drive(
     deployment: Deployment,
     *,
     workspace: Path,
-    store: SessionStore,
+    store: SessionStoreProtocol,
     recording: Recording | None,
     order: Sequence[str] = (),
     echo: Console | None = None,
@@ -220,7 +228,9 @@ def _in_recorded_order(
     return sorted(sessions, key=key)
 
 
-def _logs(store: SessionStore, sessions: list[SessionInfo], cwd: str) -> list[tuple[SessionInfo, bytes]]:
+def _logs(
+    store: SessionStoreProtocol, sessions: list[SessionInfo], cwd: str
+) -> list[tuple[SessionInfo, bytes]]:
     return [(info, _normalise(b"".join(write_jsonl(info, store.events(info.id))), cwd)) for info in sessions]
 
 

@@ -45,7 +45,9 @@ class PgServer:
             shutil.chown(self.dir, user=_USER)
             self._as = ["setpriv", "--reuid", _USER, "--regid", "nogroup", "--clear-groups", "--"]
         data = self.dir / "data"
-        self._run(str(PG_BIN / "initdb"), "-D", str(data), "-U", "dsh", "--auth=trust", "-E", "UTF8", "--no-sync")
+        self._run(
+            str(PG_BIN / "initdb"), "-D", str(data), "-U", "dsh", "--auth=trust", "-E", "UTF8", "--no-sync"
+        )
         settings = [
             "-h 127.0.0.1",
             f"-p {self.port}",
@@ -55,7 +57,15 @@ class PgServer:
         if not durable:  # the tests kill clients, never the server: its own durability is not under test
             settings += ["-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off"]
         self._run(
-            str(PG_BIN / "pg_ctl"), "-D", str(data), "-o", " ".join(settings), "-l", str(self.dir / "log"), "-w", "start"
+            str(PG_BIN / "pg_ctl"),
+            "-D",
+            str(data),
+            "-o",
+            " ".join(settings),
+            "-l",
+            str(self.dir / "log"),
+            "-w",
+            "start",
         )
         self._data = data
         self.admin(("CREATE DATABASE dsh",), database="postgres")
@@ -63,7 +73,9 @@ class PgServer:
     def _run(self, *command: str) -> None:
         done = subprocess.run([*self._as, *command], capture_output=True, text=True, check=False)
         if done.returncode != 0:
-            raise RuntimeError(f"{' '.join(command)} failed ({done.returncode}): {done.stderr or done.stdout}")
+            raise RuntimeError(
+                f"{' '.join(command)} failed ({done.returncode}): {done.stderr or done.stdout}"
+            )
 
     def url(self, schema: str | None = None, *, database: str = "dsh", password: str | None = None) -> str:
         """A URL of the server; with `schema`, its `search_path` names that schema."""
@@ -94,7 +106,9 @@ class PgServer:
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[PgServer]:
     if not (PG_BIN / "initdb").exists():
-        message = f"PostgreSQL server binaries not found in {PG_BIN} (install postgresql-15, or set DSH_PG_BIN)"
+        message = (
+            f"PostgreSQL server binaries not found in {PG_BIN} (install postgresql-15, or set DSH_PG_BIN)"
+        )
         if os.environ.get("CI") == "true":
             pytest.fail(message + "; CI runs the PostgreSQL tests on every run")
         pytest.skip(message)

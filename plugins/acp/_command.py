@@ -49,7 +49,7 @@ async def serve(host: Host, reader: ByteReader, writer: ByteWriter) -> None:
                 await conn.close()
 
 
-async def _serve_stdio(config: Path | None, store: Path | None, replay: Path | None) -> None:
+async def _serve_stdio(config: Path | None, store: str | None, replay: Path | None) -> None:
     with open_host(config, store, replay=replay) as host:
         reader, writer = await stdio_streams(limit=STDIN_LIMIT)
         await serve(host, reader, writer)

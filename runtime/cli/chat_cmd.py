@@ -216,7 +216,7 @@ def _help() -> Table:
 async def _chat(
     *,
     config: Path | None,
-    store: Path | None,
+    store: str | None,
     session: str | None,
     model: str | None,
     provider: str | None,

@@ -17,7 +17,7 @@ from rich.console import Console
 
 from runtime.agent import AGENTS, EVENT, Agent, AgentOptions
 from runtime.kernel import ConfigError, Context, Deployment, ServiceKey, load_deployment, load_deployment_into
-from runtime.session import STORE, SessionStore
+from runtime.session import STORE, SessionStore, SessionStoreProtocol, open_store
 
 from .sessions_cmd import default_store_path
 from .view import TerminalView
@@ -47,7 +47,7 @@ class Host:
 
     ctx: Context
     deployment: Deployment
-    store: SessionStore
+    store: SessionStoreProtocol
 
     def options(
         self, *, model: str | None = None, provider: str | None = None, cwd: Path | None = None
@@ -112,13 +112,13 @@ def replayed(deployment: Deployment, log: Path) -> Deployment:
 
 
 @contextmanager
-def open_host(config: Path | None, store: Path | None, *, replay: Path | None = None) -> Iterator[Host]:
+def open_host(config: Path | None, store: str | Path | None, *, replay: Path | None = None) -> Iterator[Host]:
     """Open the store (default: the user's), load the deployment into a fresh root context (its model served from
     the recorded log `replay` when given), and undo all of it on exit."""
     deployment = load_deployment(deployment_path(config))
     if replay is not None:
         deployment = replayed(deployment, replay)
-    with SessionStore(store or default_store_path()) as opened:
+    with open_store(store or default_store_path()) as opened:
         ctx = Context()
         ctx.provide(STORE, opened)
         loaded = load_deployment_into(ctx, deployment)

@@ -1,5 +1,8 @@
 """The append-only session log: wire events, the SQLite store, JSONL import/export, projection, fork and repair."""
 
+from ._copy import copy_plan as copy_plan
+from ._copy import copy_sessions as copy_sessions
+from ._copy import own_events as own_events
 from ._errors import InvalidBoundaryError as InvalidBoundaryError
 from ._errors import LogFormatError as LogFormatError
 from ._errors import LogRuleError as LogRuleError
@@ -78,6 +81,7 @@ from ._events import UserMessage as UserMessage
 from ._events import core_event_types as core_event_types
 from ._events import data_type as data_type
 from ._events import encode_data as encode_data
+from ._jsonl import event_line as event_line
 from ._jsonl import export_jsonl as export_jsonl
 from ._jsonl import import_jsonl as import_jsonl
 from ._jsonl import read_jsonl as read_jsonl
@@ -109,8 +113,16 @@ from ._store import SCHEMA_VERSION as SCHEMA_VERSION
 from ._store import SessionInfo as SessionInfo
 from ._store import SessionStore as SessionStore
 from ._store import SpawnedBy as SpawnedBy
+from ._tail import follow as follow
+from ._tail import tail_start as tail_start
 
 __all__ = [
+    "event_line",
+    "tail_start",
+    "follow",
+    "own_events",
+    "copy_sessions",
+    "copy_plan",
     "redact_url",
     "open_store",
     "is_postgres_url",
