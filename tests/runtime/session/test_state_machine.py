@@ -1,9 +1,11 @@
-"""A Hypothesis state machine over the store: appends, forks, flushes and reopens against an in-memory model."""
+"""A Hypothesis state machine over the store, on each backend: appends, forks, flushes, reopens and a second writer
+against an in-memory model."""
 
 from __future__ import annotations
 
 import shutil
 import tempfile
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
 
@@ -11,20 +13,33 @@ import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from hypothesis import event, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, precondition, rule
+from hypothesis.stateful import (
+    Bundle,
+    RuleBasedStateMachine,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
 
 from runtime.session import (
     CountingIds,
     FixedClock,
     OpenTurnError,
+    SessionInUseError,
     SessionLog,
     SessionStore,
+    SessionStoreProtocol,
     StoredEvent,
     open_log,
+    open_store,
     project,
     resume,
 )
+from tests.pg_server import PgServer
 from tests.strategies import TurnSpec, turn_events, turn_specs
+
+from .backends import BACKENDS
 
 MAX_SESSIONS = 4
 
@@ -34,10 +49,15 @@ class StoreMachine(RuleBasedStateMachine):
     is durable. The store must always hold a prefix of every log that covers at least its durable part."""
 
     sessions = Bundle("sessions")
+    # where each run's store lives: a fresh SQLite file, or a fresh schema of the test session's server (set by the
+    # test before the machine runs); `second_writer` is checked only where the backend arbitrates leases
+    location: Callable[[Path], str] = staticmethod(lambda directory: str(directory / "s.db"))
+    leases = True
 
     def __init__(self) -> None:
         super().__init__()
         self.dir = Path(tempfile.mkdtemp(prefix="dsh-machine-"))
+        self.spec = self.location(self.dir)
         self.clock = FixedClock(0, step=1)
         self.ids = CountingIds("m")
         self.portal_cm: AbstractContextManager[BlockingPortal] = start_blocking_portal()
@@ -47,8 +67,10 @@ class StoreMachine(RuleBasedStateMachine):
         self.turns: dict[str, int] = {}
         self.logs: dict[str, tuple[AbstractContextManager[SessionLog], SessionLog]] = {}
 
-    def _open_store(self) -> SessionStore:
-        return SessionStore(self.dir / "s.db", clock=self.clock, ids=self.ids, synchronous="OFF")
+    def _open_store(self) -> SessionStoreProtocol:
+        if self.spec.endswith(".db"):
+            return SessionStore(self.spec, clock=self.clock, ids=self.ids, synchronous="OFF")
+        return open_store(self.spec, clock=self.clock, ids=self.ids)
 
     def _log(self, session: str) -> SessionLog:
         if session not in self.logs:
@@ -121,6 +143,17 @@ class StoreMachine(RuleBasedStateMachine):
         assert [e.seq for e in appended] == list(range(len(self.model[session]), state.next_seq))
         self.model[session].extend(appended)
 
+    @precondition(lambda self: self.leases and bool(self.logs))
+    @rule(data=st.data())
+    def second_writer(self, data: st.DataObject) -> None:
+        """Another client of the same store (another process, another host) is refused the session's lease while
+        this writer holds it, and nothing it tried is stored."""
+        session = data.draw(st.sampled_from(sorted(self.logs)))
+        with self._open_store() as other, pytest.raises(SessionInUseError) as refused:
+            self.portal.wrap_async_context_manager(open_log(other, session)).__enter__()
+        assert refused.value.session_id == session
+        event("second writer refused")
+
     @rule()
     def reopen(self) -> None:
         event("reopen")
@@ -147,5 +180,14 @@ class StoreMachine(RuleBasedStateMachine):
             shutil.rmtree(self.dir, ignore_errors=True)
 
 
-StoreMachine.TestCase.settings = settings(StoreMachine.TestCase.settings, stateful_step_count=30)
-TestStoreMachine = StoreMachine.TestCase
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_store_machine(backend: str, request: pytest.FixtureRequest) -> None:
+    class Machine(StoreMachine):
+        pass
+
+    if backend == "postgresql":
+        server: PgServer = request.getfixturevalue("pg_server")
+        Machine.location = staticmethod(lambda _directory: server.new_schema())
+    else:
+        Machine.leases = False  # the SQLite lease arrives with the hardened SQLite store
+    run_state_machine_as_test(Machine, settings=settings(stateful_step_count=30))
