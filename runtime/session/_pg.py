@@ -1,8 +1,8 @@
 """`PgStore`: the session store on PostgreSQL (psycopg 3, a connection pool), the same tables, columns and events as
 the SQLite store, with its guarantees enforced by the server.
 
-Triggers refuse UPDATE, DELETE and TRUNCATE on `events` and any insert that is not its session's next seq, so every
-client is held to the log's shape, not only dsh. A writer's group commit is one COPY per flush. A fork stores only
+Triggers refuse UPDATE, DELETE and TRUNCATE on `events` and any insert that is not its session's next seq (checked
+once per statement over its rows), so every client is held to the log's shape, not only dsh. A writer's group commit is one COPY per flush. A fork stores only
 its own events. One writer per session: the writer's connection holds a session-level advisory lock (the server
 releases it when the connection drops, a killed writer included) and names itself in `leases` for the refusal
 message. Every insert notifies channel `dsh_events` with the session id, which `dsh sessions tail` listens on.
@@ -80,31 +80,41 @@ CREATE TABLE events (
 CREATE INDEX events_turn_bounds ON events (session_id, seq) WHERE type IN ('turn/start', 'turn/end');
 CREATE TABLE leases (session_id text PRIMARY KEY, pid integer NOT NULL, host text NOT NULL, since text NOT NULL);
 
--- the next seq of a session: one past its last own event; a fork child's own events start at its seed length
-CREATE FUNCTION events_next_seq() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+-- Each insert statement's rows, per session, must be contiguous and start at the session's next seq: one past its
+-- last event before them, or, for the first, 0 (a fork child: its seed length). Checked once per statement over its
+-- rows (the primary key already refuses a seq twice), then one notification per session, delivered at commit.
+CREATE FUNCTION events_after_insert() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 DECLARE
-    top bigint;
-    expected bigint;
-    owner record;
+    bad record;
 BEGIN
-    SELECT max(seq) INTO top FROM events WHERE session_id = NEW.session_id;
-    IF top IS NULL THEN
-        SELECT inherits, seed_length INTO owner FROM sessions WHERE id = NEW.session_id;
-        IF NOT FOUND THEN
-            RAISE EXCEPTION 'events are append-only: no session "%" to append seq % to', NEW.session_id, NEW.seq
+    SELECT batch.session_id, batch.low, batch.high, batch.rows, owner.id IS NULL AS unknown,
+           coalesce(before.top + 1, CASE WHEN owner.inherits <> 0 THEN coalesce(owner.seed_length, 0) ELSE 0 END)
+               AS expected
+    INTO bad
+    FROM (SELECT session_id, min(seq) AS low, max(seq) AS high, count(*) AS rows FROM added GROUP BY session_id)
+        AS batch
+    LEFT JOIN sessions AS owner ON owner.id = batch.session_id
+    LEFT JOIN LATERAL (
+        SELECT max(seq) AS top FROM events WHERE session_id = batch.session_id AND seq < batch.low
+    ) AS before ON true
+    WHERE owner.id IS NULL
+       OR batch.high - batch.low + 1 <> batch.rows
+       OR batch.low <> coalesce(
+           before.top + 1, CASE WHEN owner.inherits <> 0 THEN coalesce(owner.seed_length, 0) ELSE 0 END)
+    LIMIT 1;
+    IF FOUND THEN
+        IF bad.unknown THEN
+            RAISE EXCEPTION 'events are append-only: no session "%" to append seq % to', bad.session_id, bad.low
                 USING ERRCODE = 'foreign_key_violation';
         END IF;
-        expected := CASE WHEN owner.inherits <> 0 THEN coalesce(owner.seed_length, 0) ELSE 0 END;
-    ELSE
-        expected := top + 1;
+        RAISE EXCEPTION 'events are append-only: session "%" appends seq % next, not seqs %..% (% rows)',
+            bad.session_id, bad.expected, bad.low, bad.high, bad.rows USING ERRCODE = 'integrity_constraint_violation';
     END IF;
-    IF NEW.seq <> expected THEN
-        RAISE EXCEPTION 'events are append-only: session "%" appends seq % next, not %',
-            NEW.session_id, expected, NEW.seq USING ERRCODE = 'integrity_constraint_violation';
-    END IF;
-    RETURN NEW;
+    PERFORM pg_notify('dsh_events', session_id) FROM (SELECT DISTINCT session_id FROM added) AS sessions;
+    RETURN NULL;
 END $$;
-CREATE TRIGGER events_next_seq BEFORE INSERT ON events FOR EACH ROW EXECUTE FUNCTION events_next_seq();
+CREATE TRIGGER events_after_insert AFTER INSERT ON events REFERENCING NEW TABLE AS added
+    FOR EACH STATEMENT EXECUTE FUNCTION events_after_insert();
 
 CREATE FUNCTION events_refuse() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -114,14 +124,6 @@ CREATE TRIGGER events_no_update BEFORE UPDATE ON events FOR EACH STATEMENT EXECU
 CREATE TRIGGER events_no_delete BEFORE DELETE ON events FOR EACH STATEMENT EXECUTE FUNCTION events_refuse();
 CREATE TRIGGER events_no_truncate BEFORE TRUNCATE ON events FOR EACH STATEMENT EXECUTE FUNCTION events_refuse();
 
--- one notification per session per insert statement, delivered at commit
-CREATE FUNCTION events_notify() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM pg_notify('dsh_events', session_id) FROM (SELECT DISTINCT session_id FROM added) AS sessions;
-    RETURN NULL;
-END $$;
-CREATE TRIGGER events_notify AFTER INSERT ON events REFERENCING NEW TABLE AS added
-    FOR EACH STATEMENT EXECUTE FUNCTION events_notify();
 """
 _MIGRATIONS: tuple[str, ...] = (_SCHEMA_1,)
 
