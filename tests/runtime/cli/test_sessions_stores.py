@@ -46,7 +46,7 @@ def run(*args: str, env: dict[str, str] | None = None) -> str:
 
 
 def _exports(store: SessionStoreProtocol) -> dict[str, bytes]:
-    exported = {}
+    exported: dict[str, bytes] = {}
     for info in store.sessions():
         out = io.BytesIO()
         export_jsonl(store, info.id, out)
