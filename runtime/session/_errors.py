@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from runtime.kernel.errors import SessionError
 
 __all__ = [
@@ -123,12 +125,14 @@ class SessionBusyError(SessionError):
 
 
 class SessionInUseError(SessionError):
-    """Another writer (this process or another, on any host) holds the session's lease (one writer per session)."""
+    """Another process holds the session's lease (one writer per session, across processes and hosts): it is refused
+    until the holder lets it go. `since` is when it took the lease."""
 
     code = "SESSION_IN_USE"
 
-    def __init__(self, session_id: str, *, pid: int, host: str, since: str) -> None:
-        super().__init__(f"session {session_id} is in use by pid {pid} on {host} since {since}")
+    def __init__(self, session_id: str, *, pid: int, host: str, since: datetime) -> None:
+        when = since.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+        super().__init__(f"session {session_id} is in use by pid {pid} on {host} since {when}")
         self.session_id = session_id
         self.pid = pid
         self.host = host

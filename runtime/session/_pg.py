@@ -4,7 +4,7 @@ the SQLite store, with its guarantees enforced by the server.
 Triggers refuse UPDATE, DELETE and TRUNCATE on `events` and any insert that is not its session's next seq (checked
 once per statement over its rows), so every client is held to the log's shape, not only dsh. A writer's group commit is one COPY per flush. A fork stores only
 its own events. One writer per session: the writer's connection holds a session-level advisory lock (the server
-releases it when the connection drops, a killed writer included) and names itself in `leases` for the refusal
+releases it when the connection drops, a killed writer included) and names itself in `session_leases` for the refusal
 message. Every insert notifies channel `dsh_events` with the session id, which `dsh sessions tail` listens on.
 Rows are encoded and decoded by the SQLite store's helpers (`event_row`, `_event`, `_info`), so both stores read
 and write the same values.
@@ -16,6 +16,7 @@ import os
 import socket
 import time
 from collections.abc import Collection, Iterable, Iterator
+from datetime import UTC, datetime
 from typing import Any, Self
 
 import msgspec
@@ -78,7 +79,7 @@ CREATE TABLE events (
     PRIMARY KEY (session_id, seq)
 );
 CREATE INDEX events_turn_bounds ON events (session_id, seq) WHERE type IN ('turn/start', 'turn/end');
-CREATE TABLE leases (session_id text PRIMARY KEY, pid integer NOT NULL, host text NOT NULL, since text NOT NULL);
+CREATE TABLE session_leases (session_id text PRIMARY KEY, pid integer NOT NULL, host text NOT NULL, since bigint NOT NULL);
 
 -- Each insert statement's rows, per session, must be contiguous and start at the session's next seq: one past its
 -- last event before them, or, for the first, 0 (a fork child: its seed length). Checked once per statement over its
@@ -506,8 +507,8 @@ class PgWriter:
         if got is None or not got[0]:
             raise _in_use(conn, session_id)
         conn.execute(
-            "INSERT INTO leases (session_id, pid, host, since) "
-            """VALUES (%s, %s, %s, to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')) """
+            "INSERT INTO session_leases (session_id, pid, host, since) "
+            "VALUES (%s, %s, %s, (extract(epoch FROM now()) * 1000)::bigint) "
             "ON CONFLICT (session_id) DO UPDATE SET pid = EXCLUDED.pid, host = EXCLUDED.host, since = EXCLUDED.since",
             (session_id, os.getpid(), socket.gethostname()),
         )
@@ -521,7 +522,7 @@ class PgWriter:
             return
         try:
             self._conn.execute(
-                "DELETE FROM leases WHERE session_id = %s AND pid = %s AND host = %s",
+                "DELETE FROM session_leases WHERE session_id = %s AND pid = %s AND host = %s",
                 (self.session_id, os.getpid(), socket.gethostname()),
             )
             self._conn.execute("SELECT pg_advisory_unlock(%s)", (self._key,))
@@ -534,9 +535,13 @@ def _in_use(conn: psycopg.Connection[Any], session_id: str) -> SessionInUseError
     that instant waits briefly for the row."""
     for _ in range(50):
         row = conn.execute(
-            "SELECT pid, host, since FROM leases WHERE session_id = %s", (session_id,)
+            "SELECT pid, host, since FROM session_leases WHERE session_id = %s", (session_id,)
         ).fetchone()
         if row is not None:
-            return SessionInUseError(session_id, pid=int(row[0]), host=str(row[1]), since=str(row[2]))
+            since = datetime.fromtimestamp(int(row[2]) / 1000, tz=UTC)
+            return SessionInUseError(session_id, pid=int(row[0]), host=str(row[1]), since=since)
         time.sleep(0.01)
-    return SessionInUseError(session_id, pid=0, host="an unnamed host", since="an unknown time")
+    # the holder took the lock but has not named itself within half a second (or died doing so): say so
+    return SessionInUseError(
+        session_id, pid=0, host="an unnamed host", since=datetime.fromtimestamp(0, tz=UTC)
+    )

@@ -4,6 +4,8 @@ refusals, listing and children, and the one-writer lease."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
 from runtime.session import (
@@ -105,10 +107,9 @@ def test_a_second_writer_from_another_store_client_is_refused_naming_the_holder(
             other.open_writer(session.id)
         error = refused.value
         assert (error.session_id, error.pid, error.host) == (session.id, os.getpid(), socket.gethostname())
-        assert (
-            str(error)
-            == f"session {session.id} is in use by pid {error.pid} on {error.host} since {error.since}"
-        )
+        assert abs((datetime.now(UTC) - error.since).total_seconds()) < 60
+        when = error.since.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        assert str(error) == f"session {session.id} is in use by pid {error.pid} on {error.host} since {when}"
     finally:
         first.close()
     with backend.open() as other:
