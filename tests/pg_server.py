@@ -38,10 +38,12 @@ class PgServer:
     def __init__(self, *, durable: bool = False) -> None:
         if not (PG_BIN / "initdb").exists():
             raise FileNotFoundError(f"no PostgreSQL server binaries in {PG_BIN} (set DSH_PG_BIN)")
-        self.dir = Path(tempfile.mkdtemp(prefix="dsh-pg-"))
+        root = os.geteuid() == 0
+        # as root, in /tmp itself: `nobody` must reach the directory, and $TMPDIR may be under a private one
+        self.dir = Path(tempfile.mkdtemp(prefix="dsh-pg-", dir="/tmp" if root else None))
         self.port = _free_port()
         self._as: list[str] = []
-        if os.geteuid() == 0:
+        if root:
             shutil.chown(self.dir, user=_USER)
             self._as = ["setpriv", "--reuid", _USER, "--regid", "nogroup", "--clear-groups", "--"]
         data = self.dir / "data"
