@@ -127,6 +127,17 @@ CREATE TRIGGER events_no_truncate BEFORE TRUNCATE ON events FOR EACH STATEMENT E
 
 """
 _MIGRATIONS: tuple[str, ...] = (_SCHEMA_1,)
+# a session and the parents its log inherits from, nearest first (bounded, against a hand-made cycle)
+_CHAIN = """
+WITH RECURSIVE chain AS (
+    SELECT id, parent_id, seed_length, inherits, 0 AS depth FROM sessions WHERE id = %s
+    UNION ALL
+    SELECT s.id, s.parent_id, s.seed_length, s.inherits, chain.depth + 1
+    FROM sessions AS s JOIN chain ON s.id = chain.parent_id
+    WHERE chain.inherits <> 0 AND chain.depth < 10000
+)
+SELECT id, parent_id, seed_length, inherits FROM chain ORDER BY depth
+"""
 
 
 def _spawned(spawned: SpawnedBy | None) -> str | None:
@@ -191,6 +202,13 @@ class PgStore:
         self.close()
 
     def _migrate(self, conn: psycopg.Connection[Any]) -> None:
+        # the common case, a store of this version, in one round trip and without the migration lock
+        try:
+            current = conn.execute("SELECT version FROM dsh_schema").fetchone()
+        except psycopg.errors.UndefinedTable:  # a new store (or not one): decided below, under the lock
+            current = None
+        if current is not None and current[0] == PG_SCHEMA_VERSION:
+            return
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
             schema = conn.execute("SELECT current_schema()").fetchone()
@@ -332,18 +350,23 @@ class PgStore:
     # ------------------------------------------------------------ reading
 
     def _segments(self, session_id: str, stop: int | None) -> list[tuple[str, int, int | None]]:
-        """(session, from seq, to seq exclusive) pieces of the full log, oldest first."""
+        """(session, from seq, to seq exclusive) pieces of the full log, oldest first; the chain of parents a
+        fork reads by reference comes in one query."""
+        with self._pool.connection() as conn:
+            chain = conn.execute(_CHAIN, (session_id,)).fetchall()
+        if not chain:
+            raise SessionNotFoundError(session_id, store=self.location)
+        _, last_parent, _, last_inherits = chain[-1]
+        if last_inherits and last_parent is not None:  # the chain breaks: a parent is missing
+            raise SessionNotFoundError(last_parent, store=self.location)
         segments: list[tuple[str, int, int | None]] = []
-        current, upper = session_id, stop
-        while True:
-            info = self.info(current)
-            seed = info.seed_length or 0
-            if not info.inherits or info.parent_id is None:
+        upper = stop
+        for current, parent, seed, inherits in chain:
+            if not inherits or parent is None:
                 segments.append((current, 0, upper))
                 break
-            segments.append((current, seed, upper))
-            upper = seed if upper is None else min(seed, upper)
-            current = info.parent_id
+            segments.append((current, seed or 0, upper))
+            upper = (seed or 0) if upper is None else min(seed or 0, upper)
         segments.reverse()
         return segments
 
