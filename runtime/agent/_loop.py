@@ -122,15 +122,9 @@ class TurnLimitError(DshError, RuntimeError):
 
 
 def assemble_context_for(agent: Agent) -> AssembleContext:
-    """The assemble context of `agent`'s next step: its scoped context, itself, and the facts the loop owns as
-    prompt variables (`model`, `cwd`; absent when the agent has none)."""
-    facts: dict[str, str] = {}
-    if agent.options.model:
-        facts["model"] = agent.options.model
-    cwd = agent.cwd
-    if cwd is not None:
-        facts["cwd"] = str(cwd)
-    return AssembleContext(ctx=agent.ctx, agent=agent, facts=facts)
+    """The assemble context of `agent`'s next step: its scoped context (which selects its layers and listeners)
+    and itself, which the `model` and `cwd` variables project."""
+    return AssembleContext(ctx=agent.ctx, agent=agent)
 
 
 def _failure_of(error: BaseException) -> LlmFailure:

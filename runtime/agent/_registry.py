@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 
 from runtime.kernel import Context, NoConfig, Plugin, ServiceKey
 from runtime.llm import LLM
-from runtime.prompt import PERSONA_SECTION, SYSTEM_PROMPT, PromptSection
+from runtime.prompt import PERSONA_SECTION, SYSTEM_PROMPT, AssembleContext, PromptSection
 from runtime.session import STORE, SessionStoreProtocol, SpawnedBy, open_log
 from runtime.tools import TOOLS
 
@@ -122,12 +122,30 @@ def last_turn_end(store: SessionStoreProtocol, session_id: str) -> int | None:
 AGENTS = ServiceKey[AgentRegistry]("agents")
 
 
+def _model(context: AssembleContext) -> str | None:
+    """`{{model}}`: the context agent's `options.model`; with no agent, the caller's `model` fact (`dsh prompt`)."""
+    agent = context.agent
+    if isinstance(agent, Agent):
+        return agent.options.model or None
+    return context.facts.get("model")
+
+
+def _cwd(context: AssembleContext) -> str | None:
+    """`{{cwd}}`: the context agent's workspace (the session's cwd); with no agent, the caller's `cwd` fact."""
+    agent = context.agent
+    if isinstance(agent, Agent):
+        cwd = agent.cwd
+        return None if cwd is None else str(cwd)
+    return context.facts.get("cwd")
+
+
 def _apply(ctx: Context, config: NoConfig) -> None:
     ctx.provide(AGENTS, AgentRegistry(ctx, ctx.get(STORE)))
     prompt = ctx.get(SYSTEM_PROMPT)
-    # The loop owns these facts: `assemble_context_for(agent)` states them, and the variables project them.
-    prompt.variable("model", lambda context: context.facts.get("model"))
-    prompt.variable("cwd", lambda context: context.facts.get("cwd"))
+    # The loop's facts, projected from the agent being assembled for (one owner each: the agent's options and
+    # session; `facts` only stand in when an assembly has no agent).
+    prompt.variable("model", _model)
+    prompt.variable("cwd", _cwd)
 
 
 plugin = Plugin(

@@ -8,8 +8,13 @@ from ._errors import DuplicatePromptNameError as DuplicatePromptNameError
 from ._errors import InvalidVariableNameError as InvalidVariableNameError
 from ._errors import NonFiniteOrderError as NonFiniteOrderError
 from ._errors import PromptAssemblyError as PromptAssemblyError
+from ._errors import PromptProviderError as PromptProviderError
 from ._errors import PromptRegistrationError as PromptRegistrationError
+from ._errors import ProviderResultError as ProviderResultError
+from ._errors import ProviderSignatureError as ProviderSignatureError
+from ._errors import ReadOnlyToolSchemaError as ReadOnlyToolSchemaError
 from ._errors import ToolOrderError as ToolOrderError
+from ._errors import ToolSchemaError as ToolSchemaError
 from ._events import ASSEMBLE as ASSEMBLE
 from ._events import CHANGE as CHANGE
 from ._events import PromptChange as PromptChange
@@ -62,14 +67,19 @@ __all__ = [
     "PromptConfig",
     "PromptContext",
     "PromptError",
+    "PromptProviderError",
     "PromptRegistrationError",
     "PromptRenderError",
     "PromptSection",
+    "ProviderResultError",
+    "ProviderSignatureError",
+    "ReadOnlyToolSchemaError",
     "SystemPrompt",
     "TextProvider",
     "ToolOrderError",
     "ToolProvider",
     "ToolSchema",
+    "ToolSchemaError",
     "ToolSet",
     "VariableProvider",
     "interpolate",

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from functools import lru_cache
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from runtime.kernel.errors import PromptRenderError
 
-from ._types import PromptAssembly
+from ._types import AssembledText, PromptAssembly
 
 __all__ = [
     "CONTEXT_SNAPSHOT_HEADER",
@@ -44,17 +43,35 @@ def interpolate(text: str, variables: Mapping[str, str | None], *, section: str)
 
 class _Template(NamedTuple):
     """A text scanned once: `head`, then each reference's name with the literal that follows it, then the static
-    problem (if any) the scan stopped at, raised only once every reference before it has been checked."""
+    problem (if any) the scan stopped at, raised only once every reference before it has been checked.
+
+    `parts` and `names` are the same for the fast path of a text with no problem: the literals with a slot after
+    each but the last (`parts[1::2]` are the slots), and the names that fill the slots."""
 
     head: str
     refs: tuple[tuple[str, str], ...]
     malformed: tuple[str, str] | None  # ("group", name) or ("opener", excerpt)
+    parts: tuple[str, ...]
+    names: tuple[str, ...]
 
 
-@lru_cache(maxsize=256)
+_TEMPLATES: dict[str, _Template] = {}
+_MAX_TEMPLATES = 256
+
+
+def _template(text: str) -> _Template:
+    """`_compile(text)`, kept for the next render of the same text: most sections are the same strings every step.
+    Bounded (cleared when full), since provider texts may differ every time."""
+    template = _TEMPLATES.get(text)
+    if template is None:
+        if len(_TEMPLATES) >= _MAX_TEMPLATES:
+            _TEMPLATES.clear()
+        template = _TEMPLATES[text] = _compile(text)
+    return template
+
+
 def _compile(text: str) -> _Template:
-    """The scan of spec §1.10 without the variables: what depends only on the text is done once per distinct text
-    (most sections are the same static strings every step). Bounded, since provider texts may differ every time."""
+    """The scan of spec §1.10 without the variables: everything that depends only on the text."""
     literals: list[str] = []  # one more than names: the text before, between and after the references
     names: list[str] = []
     piece: list[str] = []  # the current literal, in pieces (a lone "{{" is prose and stays in it)
@@ -82,7 +99,12 @@ def _compile(text: str) -> _Template:
         opener = text.find("{{", last)
     piece.append(text[last:])
     literals.append("".join(piece))
-    return _Template(literals[0], tuple(zip(names, literals[1:], strict=True)), malformed)
+    parts: list[str] = [literals[0]]
+    for literal in literals[1:]:
+        parts += ("", literal)
+    return _Template(
+        literals[0], tuple(zip(names, literals[1:], strict=True)), malformed, tuple(parts), tuple(names)
+    )
 
 
 def _interpolate(text: str, variables: Mapping[str, str | None], *, name: str, kind: str) -> str:
@@ -90,7 +112,17 @@ def _interpolate(text: str, variables: Mapping[str, str | None], *, name: str, k
         raise TypeError(f'{kind} "{name}" text must be a string, got {type(text).__name__}')
     if "{{" not in text:
         return text
-    template = _compile(text)
+    template = _template(text)
+    if template.malformed is None:
+        # The common case, every reference known and valued: fill the slots and join. Any problem (a KeyError,
+        # or the join's TypeError for a None or non-string value) takes the checking path below, which raises the
+        # first problem from the left exactly as the spec scan does.
+        try:
+            filled: list[Any] = list(template.parts)
+            filled[1::2] = [variables[ref] for ref in template.names]
+            return "".join(filled)  # a None is the join's TypeError, handled below
+        except (KeyError, TypeError):
+            pass
     parts = [template.head]
     for ref, literal in template.refs:
         if ref not in variables:
@@ -130,30 +162,120 @@ def _interpolate(text: str, variables: Mapping[str, str | None], *, name: str, k
     return "".join(parts)
 
 
-def render_prompt(assembly: PromptAssembly) -> str:
-    """The system prompt: each section interpolated on its own, empty results dropped, joined by a blank line."""
-    variables = assembly.variables
+def _render_each(texts: tuple[AssembledText, ...], variables: dict[str, str | None], kind: str) -> list[str]:
+    """Each text interpolated on its own (raising the first problem, text by text), empty results dropped."""
     rendered: list[str] = []
-    for section in assembly.sections:
-        text = section.text
-        if type(text) is not str or "{{" in text:  # the common static text skips the call
-            text = _interpolate(text, variables, name=section.name, kind="section")
+    for entry in texts:
+        text = entry.text
+        if type(text) is not str or "{" in text:  # the common static text skips the call (one memchr)
+            text = _interpolate(text, variables, name=entry.name, kind=kind)
         if text:
             rendered.append(text)
-    return "\n\n".join(rendered)
+    return rendered
+
+
+class _Joined(NamedTuple):
+    """A system prompt's sections as one template: `parts` are the literals (the static sections and the blank
+    lines between sections included) with a slot after each but the last, `names` the variables that fill the
+    slots, so a render is one fill and one join, as a hand-written assembler would do it. `parts` is None when the
+    sections cannot be joined in advance: a text with a problem to raise, or one that may render empty (no literal
+    of its own, so whether it is dropped depends on the values); those render section by section."""
+
+    texts: tuple[AssembledText, ...]
+    parts: tuple[str, ...] | None
+    names: tuple[str, ...]
+
+
+def _join(texts: tuple[AssembledText, ...]) -> _Joined | None:
+    """The joined template of `texts`; None when an entry is not an `AssembledText` (only frozen values are kept)."""
+    parts: list[str] = []
+    names: list[str] = []
+    literal: list[str] = []  # the pieces of the literal being built
+    for entry in texts:
+        if type(entry) is not AssembledText:
+            return None
+        text = entry.text
+        if type(text) is not str:
+            return _Joined(texts, None, ())
+        refs: tuple[tuple[str, str], ...] = ()
+        if "{{" not in text:
+            if not text:
+                continue  # dropped at render
+            head = text
+        else:
+            template = _template(text)
+            if template.malformed is not None or not any(template.parts[0::2]):
+                return _Joined(texts, None, ())
+            head, refs = template.head, template.refs
+        if literal or parts:
+            literal.append("\n\n")
+        literal.append(head)
+        for name, after in refs:
+            parts += ("".join(literal), "")
+            names.append(name)
+            literal = [after]
+    parts.append("".join(literal))
+    return _Joined(texts, tuple(parts), tuple(names))
+
+
+class _LastPrompt(NamedTuple):
+    """The last successful `render_prompt`: its sections joined, a copy of its variables, its output."""
+
+    joined: _Joined
+    variables: dict[str, str | None]
+    output: str
+
+
+_LAST_PROMPT: list[_LastPrompt | None] = [None]
+_LAST_CONTEXTS: list[tuple[tuple[AssembledText, ...], dict[str, str | None], tuple[str, ...]] | None] = [None]
+"""The last successful render of each kind, each replaced whole (one reference swap, so a reader in another
+thread never pairs one render's input with another's output).
+
+A render is a pure function of its texts and variables, and the agent loop renders the same prompt step after step:
+equal texts reuse their joined template, and equal variables too return the last output. Equal, not only identical:
+the tuples compare the frozen `AssembledText`s by identity first, then by name and text, and the variables by value,
+so a listener's edit, a new value or another agent's prompt is simply a miss. Failures are never kept."""
+
+
+def render_prompt(assembly: PromptAssembly) -> str:
+    """The system prompt: each section interpolated on its own, empty results dropped, joined by a blank line."""
+    texts = tuple(assembly.sections)
+    variables = assembly.variables
+    last = _LAST_PROMPT[0]
+    if last is not None and texts == last.joined.texts:
+        if variables == last.variables:
+            return last.output
+        joined: _Joined | None = last.joined
+    else:
+        joined = _join(texts)
+    output = None
+    if joined is not None and joined.parts is not None:
+        try:
+            filled: list[Any] = list(joined.parts)
+            filled[1::2] = [variables[name] for name in joined.names]
+            output = "".join(filled)
+        except (KeyError, TypeError):
+            pass  # an unknown, valueless or non-string reference: rendered section by section, which raises it
+    if output is None:
+        output = "\n\n".join(_render_each(texts, variables, "section"))
+    if joined is not None:
+        _LAST_PROMPT[0] = _LastPrompt(joined, dict(variables), output)
+    return output
 
 
 def render_context_sections(assembly: PromptAssembly) -> list[str]:
     """Each runtime context interpolated with the same strict rules (errors say `context "<name>"`); empty ones
     dropped."""
+    if not assembly.contexts:
+        return []
+    texts = tuple(assembly.contexts)
     variables = assembly.variables
-    rendered: list[str] = []
-    for context in assembly.contexts:
-        text = context.text
-        if type(text) is not str or "{{" in text:
-            text = _interpolate(text, variables, name=context.name, kind="context")
-        if text:
-            rendered.append(text)
+    last = _LAST_CONTEXTS[0]
+    if last is not None and texts == last[0] and variables == last[1]:
+        return list(last[2])
+    rendered = _render_each(texts, variables, "context")
+    if all(type(entry) is AssembledText for entry in texts):  # frozen, so the kept input cannot change
+        _LAST_CONTEXTS[0] = (texts, dict(variables), tuple(rendered))
     return rendered
 
 

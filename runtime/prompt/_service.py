@@ -13,8 +13,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
-import msgspec
-
 from runtime.kernel import Context, Disposer, Scope, ServiceKey
 from runtime.kernel.errors import PromptError
 
@@ -23,8 +21,12 @@ from ._errors import (
     DuplicatePromptNameError,
     InvalidVariableNameError,
     NonFiniteOrderError,
+    ProviderResultError,
 )
 from ._events import ASSEMBLE, CHANGE, ChangeKind, PromptChange
+from ._providers import label as _label
+from ._providers import raised as _raised
+from ._providers import with_context as _with_context
 from ._render import VARIABLE_NAME
 from ._tool_order import order_tools
 from ._types import (
@@ -33,7 +35,6 @@ from ._types import (
     PromptAssembly,
     PromptContext,
     PromptSection,
-    TextProvider,
     ToolProvider,
     ToolSchema,
     ToolSet,
@@ -56,9 +57,12 @@ class LayerSnapshot(TypedDict):
 
 @dataclass(eq=False)
 class _ToolEntry:
-    """One `tools()` registration; compared by identity, so one provider registered twice gives two entries."""
+    """One `tools()` registration; compared by identity, so one provider registered twice gives two entries.
+    `label` names the anonymous provider in errors (its qualified name)."""
 
     provider: ToolProvider
+    call: Callable[[AssembleContext], ToolSet]
+    label: str
 
 
 @dataclass(eq=False)
@@ -70,9 +74,9 @@ class _Suppressor:
 class _Layer:
     """The registrations of one layer (the global one, or one scope's)."""
 
-    sections: dict[str, PromptSection] = field(default_factory=dict)
-    contexts: dict[str, PromptContext] = field(default_factory=dict)
-    variables: dict[str, VariableProvider] = field(default_factory=dict)
+    sections: dict[str, _Named] = field(default_factory=dict)
+    contexts: dict[str, _Named] = field(default_factory=dict)
+    variables: dict[str, _Variable] = field(default_factory=dict)
     tools: list[_ToolEntry] = field(default_factory=list)
     suppressors: list[_Suppressor] = field(default_factory=list)
 
@@ -82,31 +86,52 @@ class _Layer:
 
 @dataclass(frozen=True, eq=False)
 class _Dynamic:
-    """A section or context whose text comes from a provider, called on every assembly."""
+    """A section or context whose text comes from a provider, called (with the context) on every assembly."""
 
+    kind: str
     name: str
-    provider: TextProvider
+    call: Callable[[AssembleContext], str]
 
 
 _Text = AssembledText | _Dynamic
-"""A merged section or context: static texts are resolved once (`AssembledText` is frozen, so shared safely)."""
+"""A section or context's text as the plan uses it: a static text is resolved at registration (`AssembledText` is
+frozen, so shared safely)."""
 
 
 @dataclass(frozen=True, eq=False)
+class _Named:
+    """A registered section or context, with its text as the plan uses it."""
+
+    definition: PromptSection | PromptContext
+    text: _Text
+
+
+@dataclass(frozen=True, eq=False)
+class _Variable:
+    """A registered variable: the provider as registered, and as the assembler calls it."""
+
+    provider: VariableProvider
+    call: Callable[[AssembleContext], str | None]
+
+
+@dataclass(eq=False)
 class _Plan:
     """What an assembly for one scope reads from the registries, merged and ordered: the spec's steps 1, 3 and 5 and
     the complete-section check, which depend on the registrations only. Every provider is still called on every
     assembly, since it may depend on the context."""
 
     suppressed: bool
-    variables: tuple[tuple[str, VariableProvider], ...]
-    tool_providers: tuple[ToolProvider, ...]
+    variables: tuple[tuple[str, Callable[[AssembleContext], str | None]], ...]
+    tool_providers: tuple[_ToolEntry, ...]
     sections: tuple[_Text, ...]
     static_sections: tuple[AssembledText, ...] | None  # `sections`, when no text has a provider
     complete_names: tuple[str, ...]  # in order; more than one is the conflict, raised at its step every time
     complete_index: int | None  # the one complete section's place in `sections`
     contexts: tuple[_Text, ...]  # () when suppressed: no context provider is called
     static_contexts: tuple[AssembledText, ...] | None
+    # The last tool sets the providers returned and their ordering (see `_ordered_tools`); the only field an
+    # assembly writes, and dropped with the plan.
+    tools: tuple[tuple[ToolSet, ...], tuple[ToolSchema, ...]] | None = None
 
 
 _PLANS = 256
@@ -174,34 +199,35 @@ class SystemPrompt:
 
     def section(self, section: PromptSection) -> Disposer:
         """Register a section in this context's layer; a name already there is refused."""
-        _check_entry("section", section.name, section.order, section.text)
+        named = _named("section", section)
         self._check_free("section", section.name, lambda layer: layer.sections)
 
         def add(layer: _Layer) -> None:
-            layer.sections[section.name] = section
+            layer.sections[section.name] = named
 
         def remove(layer: _Layer) -> None:
-            if layer.sections.get(section.name) is section:
+            if layer.sections.get(section.name) is named:
                 del layer.sections[section.name]
 
         return self._commit("section", section.name, add, remove)
 
     def context(self, context: PromptContext) -> Disposer:
         """Register a runtime-context contribution (sent as a user-role snapshot, never in the system prompt)."""
-        _check_entry("context", context.name, context.order, context.text)
+        named = _named("context", context)
         self._check_free("context", context.name, lambda layer: layer.contexts)
 
         def add(layer: _Layer) -> None:
-            layer.contexts[context.name] = context
+            layer.contexts[context.name] = named
 
         def remove(layer: _Layer) -> None:
-            if layer.contexts.get(context.name) is context:
+            if layer.contexts.get(context.name) is named:
                 del layer.contexts[context.name]
 
         return self._commit("context", context.name, add, remove)
 
     def variable(self, name: str, provider: VariableProvider) -> Disposer:
-        """Register `{{name}}`: `provider(context)` gives its value per assembly, or `None` for no value."""
+        """Register `{{name}}`: `provider(context)` (or `provider()`) gives its value per assembly, or `None` for no
+        value."""
         if not isinstance(name, str) or VARIABLE_NAME.fullmatch(name) is None:
             raise InvalidVariableNameError(
                 f'invalid prompt variable name "{name}" (must match /^[a-z][a-z0-9_]*$/)',
@@ -212,22 +238,29 @@ class SystemPrompt:
             raise TypeError(
                 f'prompt variable "{name}" provider must be callable, got {type(provider).__name__}'
             )
+        entry = _Variable(
+            provider, _with_context(provider, "variable", name, f'prompt variable "{name}" provider')
+        )
         self._check_free("variable", name, lambda layer: layer.variables)
 
         def add(layer: _Layer) -> None:
-            layer.variables[name] = provider
+            layer.variables[name] = entry
 
         def remove(layer: _Layer) -> None:
-            if layer.variables.get(name) is provider:
+            if layer.variables.get(name) is entry:
                 del layer.variables[name]
 
         return self._commit("variable", name, add, remove)
 
     def tools(self, provider: ToolProvider) -> Disposer:
-        """Register a tool provider; every provider of the global layer and the scope chain contributes."""
+        """Register a tool provider (`provider(context)` or `provider()` gives a `ToolSet`); every provider of the
+        global layer and the scope chain contributes."""
         if not callable(provider):
             raise TypeError(f"a tool provider must be callable, got {type(provider).__name__}")
-        entry = _ToolEntry(provider)
+        label = _label(provider)
+        entry = _ToolEntry(
+            provider, _with_context(provider, "tools", label, f"a tool provider ({label})"), label
+        )
 
         def add(layer: _Layer) -> None:
             layer.tools.append(entry)
@@ -308,8 +341,12 @@ class SystemPrompt:
                 count += 1
                 key = f"{base}#{count}"
             snapshot[key] = LayerSnapshot(
-                sections=[(s.name, s.order, s.complete) for s in layer.sections.values()],
-                contexts=[(c.name, c.order) for c in layer.contexts.values()],
+                sections=[
+                    (s.name, s.order, s.complete)
+                    for s in (named.definition for named in layer.sections.values())
+                    if isinstance(s, PromptSection)
+                ],
+                contexts=[(c.definition.name, c.definition.order) for c in layer.contexts.values()],
                 variables=list(layer.variables),
                 tools=len(layer.tools),
                 suppressors=len(layer.suppressors),
@@ -324,29 +361,39 @@ class SystemPrompt:
         suppression rules. Pure: it calls providers and listeners and nothing else."""
         context = AssembleContext() if context is None else context
         registry = self._registry
+        scope = None if context.ctx is None else context.ctx.scope
         # Merged and ordered once per registry state; a provider registered during this assembly is first
         # consulted by the next one.
-        plan = registry.plan(context.scope)
+        plan = registry.plans.get(scope) or registry.plan(scope)
 
         variables: dict[str, str | None] = {}
-        for name, provider in plan.variables:
-            value = provider(context)
-            if value is not None and not isinstance(value, str):
-                raise TypeError(
-                    f'prompt variable "{name}" provider returned {type(value).__name__}, not str or None'
+        for name, call in plan.variables:
+            try:
+                value = call(context)
+            except Exception as error:
+                raise _raised(f'prompt variable "{name}" provider', error, "variable", name) from error
+            if value is not None and type(value) is not str and not isinstance(value, str):
+                raise ProviderResultError(
+                    f'prompt variable "{name}" provider returned {type(value).__name__}, not str or None',
+                    kind="variable",
+                    name=name,
                 )
             variables[name] = value
 
-        collected: list[ToolSchema] = []
-        known: list[str] = []  # names declared beyond the schemas' own (order_tools reads those itself)
-        for tool_provider in plan.tool_providers:
-            tool_set = tool_provider(context)
-            if not isinstance(tool_set, ToolSet):
-                raise TypeError(f"a tool provider returned {type(tool_set).__name__}, not ToolSet")
-            collected.extend(tool_set.schemas)
-            if tool_set.known_names is not None:
-                known.extend(tool_set.known_names)
-        schemas = _copy_schemas(collected)
+        tool_sets: list[ToolSet] = []
+        for entry in plan.tool_providers:
+            try:
+                tool_set = entry.call(context)
+            except Exception as error:
+                label = entry.label
+                raise _raised(f"a tool provider ({label})", error, "tools", label) from error
+            if type(tool_set) is not ToolSet and not isinstance(tool_set, ToolSet):
+                raise ProviderResultError(
+                    f"a tool provider ({entry.label}) returned {type(tool_set).__name__}, not ToolSet",
+                    kind="tools",
+                    name=entry.label,
+                )
+            tool_sets.append(tool_set)
 
         if len(plan.complete_names) > 1:
             quoted = ", ".join(_json_quote(name) for name in plan.complete_names)
@@ -356,18 +403,16 @@ class SystemPrompt:
         if plan.static_sections is not None:
             resolved = list(plan.static_sections)
         else:
-            resolved = _resolve_all(plan.sections, context, "section")
+            resolved = _resolve_all(plan.sections, context)
         complete = resolved[plan.complete_index] if plan.complete_index is not None else None
 
         if plan.static_contexts is not None:
             runtime_contexts = list(plan.static_contexts)
         else:
-            runtime_contexts = _resolve_all(plan.contexts, context, "context")
+            runtime_contexts = _resolve_all(plan.contexts, context)
 
-        tools = order_tools(schemas, known, registry.tool_order)
-        assembly = PromptAssembly(
-            sections=resolved, contexts=runtime_contexts, tools=tools, variables=variables
-        )
+        tools = _ordered_tools(plan, tool_sets, registry.tool_order)
+        assembly = PromptAssembly(resolved, runtime_contexts, tools, variables)
 
         via = context.ctx if context.ctx is not None else registry.home
         result = await via.waterfall(ASSEMBLE, assembly, context)
@@ -386,56 +431,57 @@ SYSTEM_PROMPT = ServiceKey[SystemPrompt]("system-prompt")
 """The prompt service; `ctx.get(SYSTEM_PROMPT)` is bound to `ctx` (registrations land in its layer)."""
 
 
-def _check_entry(kind: str, name: str, order: float, text: object) -> None:
+def _named(kind: str, entry: PromptSection | PromptContext) -> _Named:
+    """A section or context checked for registration, with its text as the plan will use it."""
+    name, order, text = entry.name, entry.order, entry.text
     if not isinstance(name, str) or not name:
         raise TypeError(f"a prompt {kind} name must be a non-empty string, got {name!r}")
     if isinstance(order, bool) or not isinstance(order, int | float) or not math.isfinite(order):
         raise NonFiniteOrderError(
             f'prompt {kind} "{name}" order must be a finite number', kind=kind, name=name
         )
-    if not (isinstance(text, str) or callable(text)):
+    if isinstance(text, str):
+        return _Named(entry, AssembledText(name, text))
+    if not callable(text):
         raise TypeError(
             f'prompt {kind} "{name}" text must be a string or a callable, got {type(text).__name__}'
         )
+    return _Named(
+        entry, _Dynamic(kind, name, _with_context(text, kind, name, f'prompt {kind} "{name}" text provider'))
+    )
 
 
 def _make_plan(layers: list[_Layer]) -> _Plan:
     """Merge `layers` (global first, nearest scope last) by name, the nearest winning and keeping the position of
     the entry it shadows, and order sections and contexts stably by `order`."""
     suppressed = any(layer.suppressors for layer in layers)
-    variables: dict[str, VariableProvider] = {}
-    sections: dict[str, PromptSection] = {}
-    contexts: dict[str, PromptContext] = {}
-    tool_providers: list[ToolProvider] = []
+    variables: dict[str, _Variable] = {}
+    sections: dict[str, _Named] = {}
+    contexts: dict[str, _Named] = {}
+    tool_providers: list[_ToolEntry] = []
     for layer in layers:
         variables.update(layer.variables)
         sections.update(layer.sections)
         contexts.update(layer.contexts)
-        tool_providers.extend(entry.provider for entry in layer.tools)
+        tool_providers.extend(layer.tools)
     ordered = sorted(sections.values(), key=_order)
-    complete = [index for index, section in enumerate(ordered) if section.complete]
-    texts = _presolve(ordered)
-    context_texts = () if suppressed else _presolve(sorted(contexts.values(), key=_order))
+    complete = [
+        index
+        for index, named in enumerate(ordered)
+        if isinstance(named.definition, PromptSection) and named.definition.complete
+    ]
+    texts = tuple(named.text for named in ordered)
+    context_texts = () if suppressed else tuple(named.text for named in sorted(contexts.values(), key=_order))
     return _Plan(
         suppressed=suppressed,
-        variables=tuple(variables.items()),
+        variables=tuple((name, variable.call) for name, variable in variables.items()),
         tool_providers=tuple(tool_providers),
         sections=texts,
         static_sections=_all_static(texts),
-        complete_names=tuple(ordered[index].name for index in complete),
+        complete_names=tuple(ordered[index].definition.name for index in complete),
         complete_index=complete[0] if len(complete) == 1 else None,
         contexts=context_texts,
         static_contexts=_all_static(context_texts),
-    )
-
-
-def _presolve(entries: list[PromptSection] | list[PromptContext]) -> tuple[_Text, ...]:
-    """Static texts resolved now; a text provider kept, to be called on every assembly."""
-    return tuple(
-        AssembledText(entry.name, entry.text)
-        if isinstance(entry.text, str)
-        else _Dynamic(entry.name, entry.text)
-        for entry in entries
     )
 
 
@@ -444,44 +490,72 @@ def _all_static(texts: tuple[_Text, ...]) -> tuple[AssembledText, ...] | None:
     return static if len(static) == len(texts) else None
 
 
-def _resolve_all(texts: tuple[_Text, ...], context: AssembleContext, kind: str) -> list[AssembledText]:
+def _resolve_all(texts: tuple[_Text, ...], context: AssembleContext) -> list[AssembledText]:
     """Each text for this assembly, calling the text providers in order."""
     resolved: list[AssembledText] = []
     for text in texts:
         if isinstance(text, AssembledText):
             resolved.append(text)
             continue
-        value = text.provider(context)
+        what = f'prompt {text.kind} "{text.name}" text provider'
+        try:
+            value = text.call(context)
+        except Exception as error:
+            raise _raised(what, error, text.kind, text.name) from error
         if not isinstance(value, str):
-            raise TypeError(
-                f'prompt {kind} "{text.name}" text provider returned {type(value).__name__}, not str'
+            raise ProviderResultError(
+                f"{what} returned {type(value).__name__}, not str", kind=text.kind, name=text.name
             )
         resolved.append(AssembledText(text.name, value))
     return resolved
 
 
-def _order(entry: PromptSection | PromptContext) -> float:
-    return entry.order
+def _ordered_tools(
+    plan: _Plan, tool_sets: list[ToolSet], tool_order: tuple[str, ...] | None
+) -> list[ToolSchema]:
+    """The providers' schemas, checked and ordered (spec §1.5 step 9), in a fresh list. Schemas are immutable
+    values, shared with the providers and every assembly. When every provider returned the very tuples it returned
+    last time (tuples of frozen schemas cannot have changed), the last ordering is reused."""
+    last = plan.tools
+    if last is not None and len(last[0]) == len(tool_sets):
+        before = last[0]
+        for index, now in enumerate(tool_sets):
+            old = before[index]
+            if old.schemas is not now.schemas or old.known_names is not now.known_names:
+                break
+        else:
+            return list(last[1])
+    schemas: list[ToolSchema] = []
+    known: list[str] = []  # names declared beyond the schemas' own (order_tools reads those itself)
+    reusable = True
+    for entry, tool_set in zip(plan.tool_providers, tool_sets, strict=True):
+        for schema in tool_set.schemas:
+            if type(schema) is not ToolSchema and not isinstance(schema, ToolSchema):
+                raise ProviderResultError(
+                    f"a tool provider ({entry.label}) returned a {type(schema).__name__} among its schemas, "
+                    "not a ToolSchema",
+                    kind="tools",
+                    name=entry.label,
+                )
+        schemas.extend(tool_set.schemas)
+        if tool_set.known_names is not None:
+            known.extend(tool_set.known_names)
+        # only tuples are known not to change in place (a list in a ToolSet could)
+        reusable = (
+            reusable and type(tool_set.schemas) is tuple and type(tool_set.known_names) in (tuple, type(None))
+        )
+    ordered = order_tools(schemas, known, tool_order)
+    if reusable:
+        plan.tools = (tuple(tool_sets), tuple(ordered))
+    return ordered
+
+
+def _order(named: _Named) -> float:
+    return named.definition.order
 
 
 def _json_quote(name: str) -> str:
     return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-_SCHEMA_ENCODER = msgspec.msgpack.Encoder()
-_SCHEMA_DECODER = msgspec.msgpack.Decoder(list[ToolSchema])
-
-
-def _copy_schemas(schemas: list[ToolSchema]) -> list[ToolSchema]:
-    """Fresh copies (parameters deep-copied) of the providers' schemas, in one msgspec round trip: the assembly never
-    shares the providers' objects, and parameters that are not JSON-shaped fail here, loudly."""
-    if not schemas:
-        return []
-    try:
-        return _SCHEMA_DECODER.decode(_SCHEMA_ENCODER.encode(schemas))
-    except (TypeError, msgspec.MsgspecError) as error:
-        names = ", ".join(schema.name for schema in schemas)
-        raise TypeError(f"tool schemas must be JSON-shaped ({error}); tools: {names}") from error
 
 
 def _remove_identical(items: list[Any], entry: object) -> None:

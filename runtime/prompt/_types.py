@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from ._frozen import freeze_parameters
+
 if TYPE_CHECKING:
     from runtime.kernel import Context, Scope
 
@@ -33,9 +35,12 @@ class AssembleContext:
     - `ctx`: the (scoped) context of the agent being assembled for. Its scope selects the layers to merge, and the
       `system-prompt/assemble` waterfall runs through it, so listeners registered in that scope (or an ancestor) run
       and listeners of other scopes do not. `None` means the global layer and untagged listeners only.
-    - `agent`: the agent (runtime.agent, a later issue); opaque here, for providers that project facts from it.
-    - `facts`: per-assembly facts the caller knows (the agent loop: `model`, `cwd`), for variable providers that
-      are pure projections of the context. The prompt service reads none of them itself.
+    - `agent`: the agent being assembled for (a `runtime.agent.Agent`; typed `object` here, since the prompt does
+      not know who assembles). Providers project their facts from it: the agent plugin's `{{model}}` is its
+      `options.model` and `{{cwd}}` its workspace. `assemble_context_for(agent)` sets `ctx` to `agent.ctx`.
+    - `facts`: facts stated by a caller that has no agent (`dsh prompt`: `model`, `cwd`). A provider that
+      projects a fact from the agent reads `facts` only when there is no agent, so each fact has one owner in an
+      assembly. The prompt service reads none of them itself.
 
     Compared by identity of `ctx` and `agent` and equality of `facts`. Providers must cope with any field absent.
     """
@@ -58,11 +63,12 @@ class AssembleContext:
         return hash((id(self.ctx), id(self.agent)))
 
 
-TextProvider = Callable[[AssembleContext], str]
-"""Section or context text computed per assembly."""
+TextProvider = Callable[[AssembleContext], str] | Callable[[], str]
+"""Section or context text computed per assembly: a function of the assemble context, or of nothing."""
 
-VariableProvider = Callable[[AssembleContext], "str | None"]
-"""A variable's value for one assembly; `None` means registered, but no value in this assembly."""
+VariableProvider = Callable[[AssembleContext], "str | None"] | Callable[[], "str | None"]
+"""A variable's value for one assembly (a function of the assemble context, or of nothing); `None` means
+registered, but no value in this assembly."""
 
 
 @dataclass(frozen=True)
@@ -89,11 +95,19 @@ class PromptContext:
 
 
 class ToolSchema(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """A tool as the model sees it: its name, its description and its parameters as a JSON Schema object."""
+    """A tool as the model sees it: its name, its description and its parameters as a JSON Schema object.
+
+    A value: the parameters are frozen when the schema is built (a read-only deep copy; not JSON-shaped raises
+    `ToolSchemaError`), so one schema is shared by every assembly, and changing its parameters in place raises
+    `ReadOnlyToolSchemaError`. To change a tool for one assembly, put a new schema in its place
+    (`msgspec.structs.replace(schema, parameters=...)`)."""
 
     name: str
     description: str
     parameters: dict[str, Any] = msgspec.field(default_factory=lambda: {"type": "object", "properties": {}})
+
+    def __post_init__(self) -> None:
+        msgspec.structs.force_setattr(self, "parameters", freeze_parameters(self.parameters, self.name))
 
 
 class ToolSet(msgspec.Struct, frozen=True):
@@ -107,8 +121,9 @@ class ToolSet(msgspec.Struct, frozen=True):
     known_names: tuple[str, ...] | None = None
 
 
-ToolProvider = Callable[[AssembleContext], ToolSet]
-"""Supplies tool schemas per assembly; the tool registry (runtime.tools) is one."""
+ToolProvider = Callable[[AssembleContext], ToolSet] | Callable[[], ToolSet]
+"""Supplies tool schemas per assembly (a function of the assemble context, or of nothing); the tool registry
+(runtime.tools) is one."""
 
 
 class AssembledText(msgspec.Struct, frozen=True):
@@ -119,10 +134,12 @@ class AssembledText(msgspec.Struct, frozen=True):
 
 
 class PromptAssembly(msgspec.Struct):
-    """The result of `assemble`: fresh objects the caller (and waterfall listeners) may change.
+    """The result of `assemble`: fresh lists and a fresh dict the caller (and waterfall listeners) may change.
 
     `sections` and `contexts` are ordered and resolved but not interpolated; `tools` are ordered; `variables` maps
-    every registered variable to its value for this assembly (`None`: no value).
+    every registered variable to its value for this assembly (`None`: no value). The items are immutable values
+    shared between assemblies (a frozen `AssembledText`, a `ToolSchema` with read-only parameters): replace an
+    item to change it.
     """
 
     sections: list[AssembledText] = msgspec.field(default_factory=list)

@@ -43,9 +43,17 @@ class DuplicateToolError(ToolError, ValueError):
 
 @dataclass(frozen=True, eq=False)
 class _Entry:
+    """A registered tool: its argument validator and its schema as the model sees it are made once, at
+    registration, from the same parameters (the schema is frozen, so every assembly shares it)."""
+
     tool: Tool
     validator: ArgumentValidator
+    schema: ToolSchema
     scope: Scope | None
+
+
+_SCHEMA_SCOPES = 256
+"""At most this many scopes' schema tuples are kept."""
 
 
 class ToolRegistry:
@@ -53,22 +61,32 @@ class ToolRegistry:
 
     def __init__(self) -> None:
         self._layers: dict[Scope | None, dict[str, _Entry]] = {}
+        # Each scope's visible schemas in name order, as the prompt's tool provider returns them: the same tuple
+        # until the next registration or disposal anywhere, so an assembly can tell nothing changed by identity.
+        self._schemas: dict[Scope | None, tuple[ToolSchema, ...]] = {}
 
     def bind_context(self, ctx: Context) -> ToolView:
         return ToolView(self, ctx)
 
     def _register(self, ctx: Context, tool: Tool) -> Disposer:
-        entry = _Entry(tool, ArgumentValidator(tool.name, tool.parameters), ctx.scope)
+        entry = _Entry(
+            tool,
+            ArgumentValidator(tool.name, tool.parameters),
+            ToolSchema(tool.name, tool.description, dict(tool.parameters)),
+            ctx.scope,
+        )
         layer = self._layers.setdefault(ctx.scope, {})
         if tool.name in layer:
             raise DuplicateToolError(tool=tool.name, scope=ctx.scope.path if ctx.scope else "")
         layer[tool.name] = entry
+        self._schemas.clear()
 
         def undo() -> None:
             if layer.get(tool.name) is entry:
                 del layer[tool.name]
             if not layer:
                 self._layers.pop(entry.scope, None)
+            self._schemas.clear()
 
         return ctx.effect(undo)
 
@@ -80,6 +98,16 @@ class ToolRegistry:
         for layer_scope in chain:  # global first, nearest scope last, so nearer layers shadow
             visible.update(self._layers.get(layer_scope, {}))
         return visible
+
+    def schemas(self, scope: Scope | None) -> tuple[ToolSchema, ...]:
+        """The schemas of the tools visible in `scope`, in name order (one tuple per registry state)."""
+        schemas = self._schemas.get(scope)
+        if schemas is None:
+            if len(self._schemas) >= _SCHEMA_SCOPES:
+                self._schemas.clear()
+            entries = self._visible(scope)
+            schemas = self._schemas[scope] = tuple(entries[name].schema for name in sorted(entries))
+        return schemas
 
     def snapshot(self) -> dict[str, list[str]]:
         """Every layer's tool names, by scope path ('' for global): for tests and diagnostics."""
@@ -142,10 +170,7 @@ TOOLS = ServiceKey[ToolView]("tools")
 
 def tool_set(registry: ToolRegistry, home: Context, context: AssembleContext) -> ToolSet:
     """The tools visible to the assembly's scope, as the prompt's tool provider returns them (in name order)."""
-    view = ToolView(registry, context.ctx if context.ctx is not None else home)
-    return ToolSet(
-        schemas=tuple(ToolSchema(t.name, t.description, dict(t.parameters)) for t in view.visible())
-    )
+    return ToolSet(registry.schemas(context.ctx.scope if context.ctx is not None else home.scope))
 
 
 def _apply(ctx: Context, config: NoConfig) -> None:

@@ -106,17 +106,8 @@ async def test_callable_text_gets_the_context(sp: SystemPrompt) -> None:
 
 
 async def test_a_text_provider_returning_a_non_string_is_a_type_error(sp: SystemPrompt) -> None:
-    sp.section(PromptSection("bad", 1, lambda context: 3))  # type: ignore[arg-type,return-value]  # the point
+    sp.section(PromptSection("bad", 1, lambda context: 3))  # type: ignore[arg-type]  # the point
     with pytest.raises(TypeError, match='prompt section "bad" text provider returned int, not str'):
-        await sp.assemble()
-
-
-async def test_provider_exceptions_propagate(sp: SystemPrompt) -> None:
-    def broken(context: AssembleContext) -> str:
-        raise LookupError("no agent")
-
-    sp.variable("model", broken)
-    with pytest.raises(LookupError, match="no agent"):
         await sp.assemble()
 
 
@@ -146,7 +137,7 @@ async def test_every_provider_runs_on_every_assembly_of_unchanged_registries(sp:
 
 
 async def test_a_variable_provider_returning_a_non_string_is_a_type_error(sp: SystemPrompt) -> None:
-    sp.variable("n", lambda context: 1)  # type: ignore[arg-type,return-value]  # the wrong type is the point
+    sp.variable("n", lambda context: 1)  # type: ignore[arg-type]  # the wrong type is the point
     with pytest.raises(TypeError, match='prompt variable "n" provider returned int'):
         await sp.assemble()
 
@@ -351,15 +342,6 @@ async def test_tools_from_every_layer_sorted_by_code_point(ctx: Context, sp: Sys
     assert [t.name for t in scoped.tools] == ["Zeta", "agent_only", "bash", "read", "web_fetch"]
 
 
-async def test_tool_parameters_are_deep_copies(sp: SystemPrompt) -> None:
-    schema = tool("bash", command={"type": "string", "enum": ["a"]})
-    sp.tools(provider(schema))
-    assembly = await sp.assemble()
-    assembly.tools[0].parameters["properties"]["command"]["enum"].append("b")
-    assert schema.parameters["properties"]["command"]["enum"] == ["a"]
-    assert (await sp.assemble()).tools[0] == schema
-
-
 async def test_a_provider_registered_during_assembly_waits_for_the_next_one(sp: SystemPrompt) -> None:
     def registers(context: AssembleContext) -> ToolSet:
         sp.tools(provider(tool("late")))
@@ -372,8 +354,8 @@ async def test_a_provider_registered_during_assembly_waits_for_the_next_one(sp: 
 
 
 async def test_a_tool_provider_must_return_a_tool_set(sp: SystemPrompt) -> None:
-    sp.tools(lambda context: [tool("bash")])  # type: ignore[arg-type,return-value]  # the wrong type is the point
-    with pytest.raises(TypeError, match="a tool provider returned list, not ToolSet"):
+    sp.tools(lambda context: [tool("bash")])  # type: ignore[arg-type]  # the wrong type is the point
+    with pytest.raises(TypeError, match=r"a tool provider \(.*\) returned list, not ToolSet"):
         await sp.assemble()
 
 
@@ -581,9 +563,3 @@ async def test_replacing_a_section_of_one_assembly_leaves_the_next_unchanged(
     assert (await sp.assemble()).sections[0].text == "edited"
     dispose()
     assert (await sp.assemble()).sections[0].text == IDENTITY
-
-
-async def test_tool_parameters_that_are_not_json_shaped_fail_loudly(sp: SystemPrompt) -> None:
-    sp.tools(provider(ToolSchema("odd", "Odd.", {"type": "object", "default": object()})))
-    with pytest.raises(TypeError, match=r"tool schemas must be JSON-shaped \(.*\); tools: odd"):
-        await sp.assemble()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -325,3 +327,110 @@ def test_the_renderer_agrees_with_the_spec_scan_on_results_and_errors(
             )
         else:
             assert actual == expected
+
+
+# -- reuse of the last render --------------------------------------------------------------------------------
+
+
+def _reference(sections: list[AssembledText], variables: dict[str, str | None]) -> str:
+    rendered = [interpolate(s.text, variables, section=s.name) for s in sections]
+    return "\n\n".join(text for text in rendered if text)
+
+
+def test_an_equal_input_renders_the_same_and_any_change_is_seen() -> None:
+    sections = [AssembledText("a", "on {{model}}"), AssembledText("b", "static"), AssembledText("c", "")]
+    assembly = PromptAssembly(sections=list(sections), variables={"model": "m1"})
+    assert render_prompt(assembly) == "on m1\n\nstatic"
+    assert render_prompt(assembly) == "on m1\n\nstatic"
+    assembly.variables["model"] = "m2"  # the caller may change the assembly it rendered
+    assert render_prompt(assembly) == "on m2\n\nstatic"
+    assembly.sections[1] = AssembledText("b", "edited")
+    assert render_prompt(assembly) == "on m2\n\nedited"
+    copies = [AssembledText(s.name, s.text) for s in assembly.sections]  # equal, not identical
+    assert render_prompt(PromptAssembly(sections=copies, variables={"model": "m2"})) == "on m2\n\nedited"
+    assembly.sections.pop()
+    assembly.sections.append(AssembledText("c", "last"))
+    assert render_prompt(assembly) == "on m2\n\nedited\n\nlast"
+
+
+def test_a_failed_render_is_never_reused() -> None:
+    assembly = PromptAssembly(sections=[AssembledText("a", "on {{model}}")], variables={"model": None})
+    for _ in range(2):
+        with pytest.raises(PromptRenderError, match="has no value"):
+            render_prompt(assembly)
+    assembly.variables["model"] = "m"
+    assert render_prompt(assembly) == "on m"
+    assembly.variables["model"] = None
+    with pytest.raises(PromptRenderError, match="has no value"):
+        render_prompt(assembly)
+
+
+def test_prompt_and_context_renders_do_not_share_their_last_result() -> None:
+    texts = [AssembledText("x", "{{model}}")]
+    assembly = PromptAssembly(sections=list(texts), contexts=list(texts), variables={"model": "m"})
+    assert render_prompt(assembly) == "m"
+    assert render_context_sections(assembly) == ["m"]
+    assembly.contexts = [AssembledText("x", "{{cwd}}")]
+    with pytest.raises(PromptRenderError, match='in context "x"'):
+        render_context_sections(assembly)
+
+
+def _each(sections: list[AssembledText], variables: dict[str, Any]) -> list[str]:
+    return [text for s in sections if (text := interpolate(s.text, variables, section=s.name))]
+
+
+def _outcome(render: Callable[..., object], *args: Any) -> object:
+    try:
+        return render(*args)
+    except (PromptRenderError, TypeError) as error:
+        return (type(error), str(error))
+
+
+@settings(max_examples=300)
+@given(
+    steps=st.lists(
+        st.tuples(
+            st.lists(
+                st.sampled_from(
+                    [
+                        "",
+                        "static",
+                        "on {{model}}",
+                        "{{model}} in {{cwd}}",
+                        "{{cwd}}",
+                        "a {{ bad }}",
+                        "lone {{",
+                        "{x}",
+                    ]
+                ),
+                max_size=4,
+            ),
+            st.sampled_from(["a", "b", "", None]),
+            st.sampled_from(["/w", "", None, 3]),
+            st.booleans(),
+        ),
+        max_size=10,
+    )
+)
+def test_a_run_of_renders_always_agrees_with_rendering_afresh(
+    steps: list[tuple[list[str], str | None, object, bool]],
+) -> None:
+    # Renders in a row, as the loop does them: the same texts (identical or equal copies) with the same or other
+    # values, and other texts; each must give what rendering that input afresh gives, errors included.
+    previous: list[AssembledText] = []
+    for texts, model, cwd, reuse in steps:
+        sections = [AssembledText(f"s{i}", text) for i, text in enumerate(texts)]
+        if reuse and previous:
+            sections = previous
+        previous = sections
+        variables: dict[str, Any] = {"model": model, "cwd": cwd}
+        assembly = PromptAssembly(sections=list(sections), contexts=list(sections), variables=variables)
+        assert _outcome(render_prompt, assembly) == _outcome(_reference, sections, variables)
+        expected_contexts = _outcome(_each, sections, variables)
+        actual_contexts = _outcome(render_context_sections, assembly)
+        if isinstance(expected_contexts, tuple):  # the same failure, said of a context
+            assert isinstance(actual_contexts, tuple)
+            assert actual_contexts[0] is expected_contexts[0]
+            assert actual_contexts[1] == expected_contexts[1].replace('section "', 'context "')
+        else:
+            assert actual_contexts == expected_contexts
