@@ -195,3 +195,19 @@ def test_tail_of_a_closed_session_waits_for_the_next_turn(tmp_path: Path) -> Non
     assert [json.loads(line)["seq"] for line in out.splitlines()] == list(
         range(len(first), len(first) + len(second))
     )
+
+
+def test_tail_from_a_seq_prints_the_turn_readably_and_stops_at_its_end(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    with SessionStore(db) as store:
+        session = store.create().id
+        turns = [
+            *turn_events(1, 0, TurnSpec("first", ("x",), ())),
+            *turn_events(2, 0, TurnSpec("second", (), ())),
+        ]
+        store.append_events(session, [StoredEvent.from_event(e, seq=i, time=1) for i, e in enumerate(turns)])
+    out = run("sessions", "tail", session, "--from", "0", "--store", str(db))
+    assert "turn 1" in out
+    assert "first" in out
+    assert "turn 1 ended: completed" in out
+    assert "second" not in out  # it stopped at the first turn's end
