@@ -56,9 +56,13 @@ def _median(run: Callable[[], float], reps: int = REPS) -> float:
     return statistics.median(times)
 
 
-def _fill(store: SessionStoreProtocol, session: str, count: int) -> None:
+def _fill(store: SessionStoreProtocol, session: str, count: int, url: str) -> None:
+    """`count` events in whole turns, then ANALYZE: the planner's statistics as autovacuum would soon make them
+    (fresh ones estimate a session of 100k rows as a handful and sort pages instead of walking the index)."""
     events = _session_events(count)
     store.append_events(session, [StoredEvent.from_event(e, seq=i, time=i) for i, e in enumerate(events)])
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("ANALYZE")
 
 
 async def _append(store: SessionStoreProtocol, session: str, count: int) -> float:
@@ -119,10 +123,11 @@ def bench_append(server: PgServer) -> float:
 
 def bench_fork(server: PgServer) -> tuple[float, float]:
     costs: dict[int, float] = {}
-    with open_store(server.new_schema()) as store:
+    url = server.new_schema()
+    with open_store(url) as store:
         for size in FORK_SIZES:
             session = store.create().id
-            _fill(store, session, size)
+            _fill(store, session, size, url)
             last = store.length(session) - 1
 
             def fork(session: str = session, last: int = last) -> float:
@@ -147,7 +152,7 @@ def bench_project(server: PgServer) -> float:
     url = server.new_schema()
     with open_store(url) as store:
         session = store.create().id
-        _fill(store, session, PROJECT_EVENTS)
+        _fill(store, session, PROJECT_EVENTS, url)
         count = store.length(session)
 
         def ours() -> float:
