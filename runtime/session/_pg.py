@@ -437,7 +437,7 @@ class PgStore:
         self.info(session_id)
         conn = self.connect()
         try:
-            return PgWriter.acquire(self, conn, session_id)
+            return PgWriter.acquire(conn, session_id)
         except BaseException:
             conn.close()
             raise
@@ -522,12 +522,14 @@ class PgWriter:
         self._key = key
 
     @classmethod
-    def acquire(cls, store: PgStore, conn: psycopg.Connection[Any], session_id: str) -> PgWriter:
-        row = conn.execute(f"SELECT {_LEASE_KEY}", (session_id,)).fetchone()
-        assert row is not None  # a SELECT of one expression returns one row
-        key = int(row[0])
-        got = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
-        if got is None or not got[0]:
+    def acquire(cls, conn: psycopg.Connection[Any], session_id: str) -> PgWriter:
+        """Take the lease on `conn` (a connection of the writer's own) or raise `SessionInUseError`."""
+        row = conn.execute(
+            f"SELECT key, pg_try_advisory_lock(key) FROM (SELECT {_LEASE_KEY} AS key) AS lease", (session_id,)
+        ).fetchone()
+        assert row is not None  # a SELECT without FROM-filtering returns its one row
+        key, got = int(row[0]), bool(row[1])
+        if not got:
             raise _in_use(conn, session_id)
         conn.execute(
             "INSERT INTO session_leases (session_id, pid, host, since) "
@@ -549,6 +551,10 @@ class PgWriter:
                 (self.session_id, os.getpid(), socket.gethostname()),
             )
             self._conn.execute("SELECT pg_advisory_unlock(%s)", (self._key,))
+        except psycopg.OperationalError:
+            # the connection is gone (server restart, network): so is the lock, which lived on it, and the next
+            # holder overwrites the row; raising here would only hide why the writer stopped
+            pass
         finally:
             self._conn.close()  # closing alone releases the lock too: the server drops a session's locks with it
 
