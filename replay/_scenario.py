@@ -11,7 +11,7 @@ from typing import Any
 import msgspec
 import yaml
 
-from runtime.kernel import Deployment, PluginEntry, decode_plugin_config, load_deployment
+from runtime.kernel import Deployment, PluginEntry, decode_plugin_config, load_deployment, load_yaml
 
 from ._authored import ScriptedConfig, scripted_plugin
 from ._errors import ScriptError
@@ -91,7 +91,7 @@ def load_scenario(path: Path) -> Scenario:
     if spec.is_file():
         try:
             doc = msgspec.convert(
-                yaml.safe_load(spec.read_text(encoding="utf-8")) or {}, ScenarioDoc, strict=True
+                load_yaml(spec.read_text(encoding="utf-8"), name=str(spec)) or {}, ScenarioDoc, strict=True
             )
         except (yaml.YAMLError, msgspec.ValidationError) as error:
             raise ScriptError(f"bad {SCENARIO_FILE}: {error}", place=str(spec)) from None

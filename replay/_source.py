@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from runtime.session import SessionStoreProtocol, SpawnedBy, StoredEvent, read_jsonl
+from runtime.jsonlines import JsonLineError, read_lines
+from runtime.session import LogFormatError, SessionStoreProtocol, SpawnedBy, StoredEvent, read_jsonl
 
 __all__ = ["LogInfo", "RecordedLog", "read_log", "stored_log"]
 
@@ -54,18 +55,23 @@ class RecordedLog:
 
 
 class _Lines:
-    """The lines of a file, counting them (the JSONL reader consumes a line, then yields its events)."""
+    """The lines of a file, counting them (the JSONL reader consumes a line, then yields its events); a line past
+    import's limit is refused by number before it is read whole."""
 
-    __slots__ = ("_handle", "number")
+    __slots__ = ("_handle", "_name", "number")
 
-    def __init__(self, handle: BinaryIO) -> None:
+    def __init__(self, handle: BinaryIO, name: str) -> None:
         self._handle = handle
+        self._name = name
         self.number = 0
 
     def __iter__(self) -> Iterator[bytes]:
-        for raw in self._handle:
-            self.number += 1
-            yield raw
+        try:
+            for raw in read_lines(self._handle):
+                self.number += 1
+                yield raw
+        except JsonLineError as error:
+            raise LogFormatError(error.reason, rule=error.rule, line=error.line, file=self._name) from None
 
 
 def read_log(path: str | Path) -> RecordedLog:
@@ -74,7 +80,7 @@ def read_log(path: str | Path) -> RecordedLog:
     path = Path(path)
     name = str(path)
     with path.open("rb") as handle:
-        parsed, _ = read_jsonl(_Lines(handle), file=name)
+        parsed, _ = read_jsonl(_Lines(handle, name), file=name)
     header = parsed.header
     info = LogInfo(
         id=header.id,
@@ -87,7 +93,7 @@ def read_log(path: str | Path) -> RecordedLog:
 
     def walk() -> Iterator[Located]:
         with path.open("rb") as handle:
-            lines = _Lines(handle)
+            lines = _Lines(handle, name)
             _, events = read_jsonl(lines, file=name)
             for event in events:
                 yield event, lines.number

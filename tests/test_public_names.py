@@ -8,6 +8,7 @@ import pytest
 
 PACKAGES = [
     "runtime.kernel",
+    "runtime.jsonlines",
     "runtime.cli",
     "runtime.tools",
     "runtime.agent",

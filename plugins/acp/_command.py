@@ -10,17 +10,17 @@ from pathlib import Path
 from typing import cast
 
 import anyio
-from acp import Agent, stdio_streams
+from acp import Agent
 from acp.agent.connection import AgentSideConnection
+from anyio.abc import ByteReceiveStream, ByteSendStream
 
 from runtime.cli import ConfigOption, Host, ReplayOption, StoreOption, open_host
+from runtime.jsonlines import JsonLinesTransport
 
 from ._server import AcpServer
-from ._transport import ByteReader, ByteWriter, LineTransport
+from ._transport import stdio_streams
 
 __all__ = ["acp_command", "serve"]
-
-STDIN_LIMIT = 50 * 1024 * 1024  # the longest line read: a prompt may carry whole files
 
 
 def _version() -> str:
@@ -30,10 +30,10 @@ def _version() -> str:
         return "unknown"
 
 
-async def serve(host: Host, reader: ByteReader, writer: ByteWriter) -> None:
-    """Serve ACP on `reader`/`writer` until the client closes its end; then running turns are cancelled (logged
+async def serve(host: Host, receive: ByteReceiveStream, send: ByteSendStream) -> None:
+    """Serve ACP on `receive`/`send` until the client closes its end; then running turns are cancelled (logged
     aborted) and every open session's log is flushed and closed."""
-    transport = LineTransport(reader, writer)
+    transport = JsonLinesTransport(receive, send, answer=True, name="client")
     async with anyio.create_task_group() as group:
         server = AcpServer(host, group, version=_version())
         # The SDK types its agent as the full `acp.Agent` protocol; the router answers the methods AcpServer does
@@ -51,8 +51,8 @@ async def serve(host: Host, reader: ByteReader, writer: ByteWriter) -> None:
 
 async def _serve_stdio(config: Path | None, store: str | None, replay: Path | None) -> None:
     with open_host(config, store, replay=replay) as host:
-        reader, writer = await stdio_streams(limit=STDIN_LIMIT)
-        await serve(host, reader, writer)
+        receive, send = await stdio_streams()
+        await serve(host, receive, send)
 
 
 def acp_command(

@@ -46,7 +46,7 @@ from runtime.agent import AGENTS, EVENT, Agent, AgentEvent, TurnOutcome, last_tu
 from runtime.cli import Host
 from runtime.kernel import Disposer
 from runtime.llm import TextBlock, UserBlock
-from runtime.session import SessionNotFoundError
+from runtime.session import SessionInUseError, SessionNotFoundError
 
 from ._updates import SessionUpdate, SessionUpdates
 
@@ -216,7 +216,13 @@ class AcpServer:
                 session.gone.set()
 
     async def _open(self, opened: AbstractAsyncContextManager[Agent]) -> _Session:
-        session: _Session = await self.group.start(self._hold, opened)
+        try:
+            session: _Session = await self.group.start(self._hold, opened)
+        except (
+            SessionInUseError
+        ) as error:  # another process writes the session: the client may try again later
+            data = {"sessionId": error.session_id, "pid": error.pid, "host": error.host}
+            raise RequestError(INVALID_REQUEST, str(error), data) from error
         return session
 
     async def _send(self, session_id: str, update: SessionUpdate) -> None:

@@ -103,8 +103,10 @@ def tool_title(name: str, arguments: dict[str, Any]) -> str:
 def _arguments(text: str) -> dict[str, Any]:
     try:
         parsed = json.loads(text)
-    except ValueError:
-        return {}  # the model sent arguments that are not JSON; the tool's result says so, the title shows the name
+    except (ValueError, RecursionError):
+        # the model sent arguments that are not JSON (or nest past the interpreter's stack); the tool's result says
+        # so, the title shows the name
+        return {}
     return parsed if isinstance(parsed, dict) else {}
 
 

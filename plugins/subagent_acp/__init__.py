@@ -5,6 +5,5 @@ from ._provider import AcpRun as AcpRun
 from ._provider import acp_provider as acp_provider
 from ._provider import plugin as plugin
 from ._provider import stop_reason as stop_reason
-from ._transport import ProcessTransport as ProcessTransport
 
-__all__ = ["AcpConfig", "AcpRun", "ProcessTransport", "acp_provider", "plugin", "stop_reason"]
+__all__ = ["AcpConfig", "AcpRun", "acp_provider", "plugin", "stop_reason"]

@@ -37,9 +37,8 @@ from acp.transports import default_environment
 from anyio.abc import Process
 
 from plugins.subagent import SUBAGENTS, StopReason, SubagentProvider, SubagentRequest, SubagentResult
+from runtime.jsonlines import JsonLinesTransport
 from runtime.kernel import Context, Plugin
-
-from ._transport import ProcessTransport
 
 __all__ = ["AcpConfig", "AcpRun", "acp_provider", "plugin", "stop_reason"]
 
@@ -188,7 +187,9 @@ class AcpRun:
             return
         assert self.process.stdin is not None, "opened with a stdin pipe"
         assert self.process.stdout is not None, "opened with a stdout pipe"
-        transport = ProcessTransport(self.process.stdin, self.process.stdout)
+        transport = JsonLinesTransport(
+            self.process.stdout, self.process.stdin, answer=False, name="ACP agent"
+        )
         self._conn = ClientSideConnection(cast(Client, self._client), transport)
         stage = "initialize"
         try:

@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
+from runtime.jsonlines import MAX_LINE, JsonLimits
 from runtime.kernel.errors import SessionError
 from runtime.session import (
     AssistantMessageData,
@@ -324,6 +325,12 @@ def import_(
     file: Annotated[Path, typer.Argument(help="A JSONL session log (format version 0).")],
     store: StoreOption = None,
     as_json: JsonOption = False,
+    max_line: Annotated[
+        int,
+        typer.Option(
+            "--max-line-bytes", min=1, help="Refuse a line longer than this, before reading it whole."
+        ),
+    ] = MAX_LINE,
 ) -> None:
     """Import a JSONL log as a new session; a bad file is refused whole, naming the line and the rule. A large
     file shows a bar of the bytes read on stderr, when stderr is a terminal.
@@ -336,10 +343,10 @@ def import_(
     console = terminal_stderr()
     with _open(store) as opened:
         if console is None:
-            info = import_jsonl(opened, file)
+            info = import_jsonl(opened, file, limits=JsonLimits(max_line=max_line))
         else:
             with ByteProgress(console, f"importing {file.name}", file.stat().st_size) as progress:
-                info = import_jsonl(opened, file, progress=progress)
+                info = import_jsonl(opened, file, progress=progress, limits=JsonLimits(max_line=max_line))
         length = opened.length(info.id)
     if as_json:
         typer.echo(json.dumps({"id": info.id}))

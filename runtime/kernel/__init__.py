@@ -1,10 +1,14 @@
 """The kernel's public names: the plugin host, plugin declarations, service keys, events, effects and errors."""
 
+from .config import YAML_MAX_DEPTH as YAML_MAX_DEPTH
+from .config import YAML_MAX_NODES as YAML_MAX_NODES
 from .config import Deployment as Deployment
 from .config import PluginEntry as PluginEntry
+from .config import YamlLimitError as YamlLimitError
 from .config import check_needs as check_needs
 from .config import decode_plugin_config as decode_plugin_config
 from .config import load_deployment as load_deployment
+from .config import load_yaml as load_yaml
 from .config import resolve_plugin as resolve_plugin
 from .context import Context as Context
 from .context import ListenerFailure as ListenerFailure
@@ -58,10 +62,14 @@ __all__ = [
     "ServiceKey",
     "ServiceNotFoundError",
     "Waterfall",
+    "YAML_MAX_DEPTH",
+    "YAML_MAX_NODES",
+    "YamlLimitError",
     "check_needs",
     "declared_providers",
     "decode_plugin_config",
     "load_deployment",
     "load_deployment_into",
+    "load_yaml",
     "resolve_plugin",
 ]

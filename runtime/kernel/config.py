@@ -1,4 +1,5 @@
-"""Deployment config: the YAML file that lists plugins `{id, use, config}`, and strict decoding of plugin configs.
+"""Deployment config: the YAML file that lists plugins `{id, use, config}`, and strict decoding of plugin configs;
+`load_yaml`, the bounded YAML reader every dsh YAML file goes through (aliases cannot expand past a limit).
 
 Everything here fails before any plugin's `apply` runs, with the plugin, the key path and what was expected.
 """
@@ -21,11 +22,15 @@ from .plugin import Plugin, declared_providers
 from .services import ServiceKey
 
 __all__ = [
+    "YAML_MAX_DEPTH",
+    "YAML_MAX_NODES",
     "Deployment",
     "PluginEntry",
+    "YamlLimitError",
     "check_needs",
     "decode_plugin_config",
     "load_deployment",
+    "load_yaml",
     "resolve_plugin",
 ]
 
@@ -144,8 +149,97 @@ def resolve_plugin(use: str, *, plugin: str = "") -> Plugin[Any]:
     return value
 
 
-class _LineLoader(yaml.SafeLoader):
-    """A safe loader that remembers the line of each mapping, so plugin entries can be located."""
+YAML_MAX_NODES = 100_000
+"""The most nodes a YAML document may hold once its aliases are expanded (a deployment holds a few hundred)."""
+YAML_MAX_DEPTH = 100
+"""The deepest nesting a YAML document may reach once its aliases are expanded."""
+
+
+class YamlLimitError(yaml.composer.ComposerError):
+    """A YAML document refused before it is constructed: a recursive anchor, or aliases expanding past
+    `YAML_MAX_NODES` nodes or `YAML_MAX_DEPTH` levels (a "billion laughs" bomb). `problem_mark` is where."""
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return []
+
+
+def _check_expansion(root: yaml.Node) -> None:
+    """Measure the tree `root` stands for, sharing aliased nodes as the composer does (linear in the distinct nodes),
+    and refuse a cycle or a tree past the limits before anything walks it expanded."""
+    measured: dict[int, tuple[int, int]] = {}  # id(node) -> (expanded nodes, expanded depth)
+    open_: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        if key in measured:
+            continue
+        kids = _children(node)
+        if not done:
+            if key in open_:
+                raise YamlLimitError(
+                    problem="found a recursive anchor (an alias inside the node it names); YAML for dsh is a tree",
+                    problem_mark=node.start_mark,
+                )
+            open_.add(key)
+            stack.append((node, True))
+            stack.extend((kid, False) for kid in kids if id(kid) not in measured)
+            continue
+        open_.discard(key)
+        size = 1 + sum(measured[id(kid)][0] for kid in kids)
+        depth = 1 + max((measured[id(kid)][1] for kid in kids), default=0)
+        if size > YAML_MAX_NODES or depth > YAML_MAX_DEPTH:
+            what = f"{size} nodes" if size > YAML_MAX_NODES else f"{depth} levels deep"
+            limit = f"{YAML_MAX_NODES} nodes" if size > YAML_MAX_NODES else f"{YAML_MAX_DEPTH} levels"
+            raise YamlLimitError(
+                problem=f"this node expands to {what} through its aliases (the limit is {limit}); "
+                "refused before expansion",
+                problem_mark=node.start_mark,
+            )
+        measured[key] = (size, depth)
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """A safe loader that refuses, after composing and before constructing, what would expand past the limits."""
+
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+        # composition recurses once per level: bound it before the interpreter's stack does
+        self._levels = getattr(self, "_levels", 0) + 1
+        try:
+            if self._levels > YAML_MAX_DEPTH:
+                raise YamlLimitError(
+                    problem=f"the document nests deeper than {YAML_MAX_DEPTH} levels",
+                    problem_mark=self.peek_event().start_mark,  # type: ignore[no-untyped-call]  # PyYAML's stubs
+                )
+            return super().compose_node(parent, index)
+        finally:
+            self._levels -= 1
+
+    def compose_document(self) -> yaml.Node | None:
+        node = super().compose_document()
+        if node is not None:
+            _check_expansion(node)
+        return node
+
+
+def load_yaml(text: str, *, name: str = "<string>", loader: type[yaml.SafeLoader] = _BoundedLoader) -> Any:
+    """One YAML document, loaded safely and bounded: a recursive anchor or an alias bomb raises `YamlLimitError`
+    (a `yaml.YAMLError` whose mark names `name` and the line) before anything is expanded."""
+    reader = loader(text)
+    reader.name = name
+    try:
+        return reader.get_single_data()
+    finally:
+        reader.dispose()
+
+
+class _LineLoader(_BoundedLoader):
+    """A bounded safe loader that remembers the line of each mapping, so plugin entries can be located."""
 
 
 def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> dict[Any, Any]:
@@ -175,12 +269,13 @@ def load_deployment(path: str | Path, *, env: Mapping[str, str] | None = None) -
     except OSError as error:
         raise ConfigError(f"cannot read the deployment file: {error.strerror}", file=file) from error
     try:
-        raw = yaml.load(text, Loader=_LineLoader)  # _LineLoader is a SafeLoader
+        raw = load_yaml(text, name=file, loader=_LineLoader)  # _LineLoader is a bounded SafeLoader
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
         problem = getattr(error, "problem", None) or str(error)
-        raise ConfigError(f"YAML syntax error: {problem}", file=file, line=line) from error
+        kind = "YAML refused" if isinstance(error, YamlLimitError) else "YAML syntax error"
+        raise ConfigError(f"{kind}: {problem}", file=file, line=line) from error
     if not isinstance(raw, dict):
         raise ConfigError("a deployment file must be a mapping with a `plugins` list", file=file)
 

@@ -10,6 +10,7 @@ DshError
 │   ├── ServiceNotFoundError (LookupError)   ctx.get() of a service nobody provides
 │   └── ListenerError                   a waterfall listener raised; names the plugin and the event
 ├── ConfigError (ValueError)            a deployment file or a plugin config is invalid; names plugin and key path
+├── JsonLineError (ValueError)         outside JSON lines past a limit or not JSON (runtime.jsonlines)
 ├── SessionError                        the session log (runtime.session)
 ├── PromptError                         prompt assembly (runtime.prompt)
 │   └── PromptRenderError (ValueError)  the strict renderer refused a template

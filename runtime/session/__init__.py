@@ -4,7 +4,9 @@ from ._copy import copy_plan as copy_plan
 from ._copy import copy_sessions as copy_sessions
 from ._copy import own_events as own_events
 from ._errors import InvalidBoundaryError as InvalidBoundaryError
+from ._errors import LeaseLostError as LeaseLostError
 from ._errors import LogFormatError as LogFormatError
+from ._errors import LogGapError as LogGapError
 from ._errors import LogRuleError as LogRuleError
 from ._errors import OpenTurnError as OpenTurnError
 from ._errors import SessionBusyError as SessionBusyError
@@ -96,7 +98,6 @@ from ._projection import ProjectedMessage as ProjectedMessage
 from ._projection import Projection as Projection
 from ._projection import project as project
 from ._protocol import STORE as STORE
-from ._protocol import EventWriter as EventWriter
 from ._protocol import SessionStoreProtocol as SessionStoreProtocol
 from ._repair import closers as closers
 from ._repair import load_state as load_state
@@ -109,7 +110,9 @@ from ._services import IdMinter as IdMinter
 from ._services import SessionId as SessionId
 from ._services import SystemClock as SystemClock
 from ._services import UuidIds as UuidIds
+from ._store import LEASE_TTL_MS as LEASE_TTL_MS
 from ._store import SCHEMA_VERSION as SCHEMA_VERSION
+from ._store import Lease as Lease
 from ._store import SessionInfo as SessionInfo
 from ._store import SessionStore as SessionStore
 from ._store import SpawnedBy as SpawnedBy
@@ -135,7 +138,6 @@ __all__ = [
     "EmptyData",
     "EpochHeader",
     "Event",
-    "EventWriter",
     "FORMAT_VERSION",
     "Finish",
     "FinishReason",
@@ -143,10 +145,14 @@ __all__ = [
     "HeaderConfig",
     "IdMinter",
     "InvalidBoundaryError",
+    "LEASE_TTL_MS",
+    "Lease",
+    "LeaseLostError",
     "LlmRetry",
     "LlmRetryData",
     "LlmRetryStarted",
     "LogFormatError",
+    "LogGapError",
     "LogRuleError",
     "LogState",
     "Message",

@@ -8,7 +8,9 @@ from runtime.kernel.errors import SessionError
 
 __all__ = [
     "InvalidBoundaryError",
+    "LeaseLostError",
     "LogFormatError",
+    "LogGapError",
     "LogRuleError",
     "OpenTurnError",
     "SessionBusyError",
@@ -125,8 +127,8 @@ class SessionBusyError(SessionError):
 
 
 class SessionInUseError(SessionError):
-    """Another process holds the session's lease (one writer per session, across processes and hosts): it is refused
-    until the holder lets it go. `since` is when it took the lease."""
+    """Another process holds the session's lease (one writer per session, across processes): it is refused until
+    the holder closes it, its pid is dead on this host, or its lease expires. `since` is when it took the lease."""
 
     code = "SESSION_IN_USE"
 
@@ -137,6 +139,39 @@ class SessionInUseError(SessionError):
         self.pid = pid
         self.host = host
         self.since = since
+
+
+class LogGapError(SessionError):
+    """A stored log skips seqs (written by something other than dsh, or before the schema refused it): reading it
+    would hand the loop a history with a hole. `after` is the last seq before the gap (-1: the gap opens the log),
+    `next` the first seq after it."""
+
+    code = "LOG_GAP"
+
+    def __init__(self, session_id: str, *, after: int, next: int) -> None:
+        missing = f"seq {after + 1}" if next == after + 2 else f"seqs {after + 1}..{next - 1}"
+        where = "the log starts at" if after < 0 else f"seq {after} is followed by"
+        super().__init__(
+            f'session "{session_id}" has a gap in its log: {where} seq {next} ({missing} missing); dsh writes '
+            "seqs contiguous from 0, so the store was changed by another SQLite client"
+        )
+        self.session_id = session_id
+        self.after = after
+        self.next = next
+
+
+class LeaseLostError(SessionError):
+    """This process's lease on a session expired and no process holds it now: another may have written since, so
+    this writer takes no more events."""
+
+    code = "LEASE_LOST"
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(
+            f"session {session_id}: this process's lease on it expired while it was stalled; its log takes no more "
+            "events (open the session again to continue it)"
+        )
+        self.session_id = session_id
 
 
 class StoreConnectError(SessionError, ConnectionError):

@@ -11,6 +11,8 @@ from typing import Any, BinaryIO
 
 import msgspec
 
+from runtime.jsonlines import JsonLimits, JsonLineError, check_value, read_lines
+
 from ._errors import LogFormatError, LogRuleError, UnsupportedVersionError
 from ._events import (
     FORMAT_VERSION,
@@ -110,7 +112,27 @@ def _fail(message: str, rule: str, line: int, file: str) -> LogFormatError:
     return LogFormatError(message, rule=rule, line=line, file=file)
 
 
-def _parse_header(raw: bytes, file: str) -> ParsedHeader:
+def _bounded(raw: bytes, line: int, file: str, limits: JsonLimits) -> None:
+    """Refuse a line nested deeper than the limit or holding an integer outside 64 bits, before it is decoded."""
+    try:
+        check_value(raw, max_depth=limits.max_depth, line=line)
+    except JsonLineError as error:
+        raise _fail(error.reason, error.rule, line, file) from None
+
+
+def _not_utf8(error: UnicodeDecodeError) -> str:
+    return f"the line is not UTF-8 ({error.reason}: byte 0x{error.object[error.start]:02x})"
+
+
+def _parse_header(raw: bytes, file: str, limits: JsonLimits) -> ParsedHeader:
+    _bounded(raw, 1, file, limits)
+    try:
+        return _header_fields(raw, file)
+    except UnicodeDecodeError as error:
+        raise _fail(_not_utf8(error), "line.utf8", 1, file) from None
+
+
+def _header_fields(raw: bytes, file: str) -> ParsedHeader:
     try:
         fields = _FIELDS.decode(raw)
     except msgspec.DecodeError as error:
@@ -208,18 +230,24 @@ def _unpack(kind: str, raw: bytes, line: int, file: str) -> list[StoredEvent]:
     return events
 
 
-def read_jsonl(lines: Iterable[bytes], *, file: str = "") -> tuple[ParsedHeader, Iterator[StoredEvent]]:
+def read_jsonl(
+    lines: Iterable[bytes], *, file: str = "", limits: JsonLimits | None = None
+) -> tuple[ParsedHeader, Iterator[StoredEvent]]:
     """Parse a log: the header now, the events lazily. Every event is checked against the log's rules as it is
-    yielded; the first broken rule raises `LogFormatError` naming the line (and the rule)."""
+    yielded; the first broken rule raises `LogFormatError` naming the line (and the rule). Each line is held to
+    `limits` (nesting depth, 64-bit integers) before it is decoded, and must be UTF-8."""
+    limits = limits or JsonLimits()
     source = iter(lines)
     first = next(source, None)
     if first is None or not first.strip():
         raise _fail("the file is empty: expected the session header", "header.missing", 1, file)
-    header = _parse_header(first, file)
-    return header, _events(source, header, file)
+    header = _parse_header(first, file, limits)
+    return header, _events(source, header, file, limits)
 
 
-def _events(source: Iterator[bytes], header: ParsedHeader, file: str) -> Iterator[StoredEvent]:
+def _events(
+    source: Iterator[bytes], header: ParsedHeader, file: str, limits: JsonLimits
+) -> Iterator[StoredEvent]:
     state = LogState()
     blank: int | None = None
     for number, raw in enumerate(source, 2):
@@ -228,14 +256,11 @@ def _events(source: Iterator[bytes], header: ParsedHeader, file: str) -> Iterato
             continue
         if blank is not None:
             raise _fail("blank line inside the log", "line.blank", blank, file)
+        _bounded(raw, number, file, limits)
         try:
-            fields = _FIELDS.decode(raw)
-        except msgspec.DecodeError as error:
-            raise _fail(
-                f"not a JSON object (truncated or corrupt line?): {error}", "line.json", number, file
-            ) from None
-        kind = _decode_or_none(_STR, fields.get("type"))
-        events = _unpack(kind, raw, number, file) if kind in _PACKED else [_parse_event(fields, number, file)]
+            events = _parse_line(raw, number, file)
+        except UnicodeDecodeError as error:
+            raise _fail(_not_utf8(error), "line.utf8", number, file) from None
         for event in events:
             try:
                 state.feed(event)
@@ -250,6 +275,17 @@ def _events(source: Iterator[bytes], header: ParsedHeader, file: str) -> Iterato
             1,
             file,
         )
+
+
+def _parse_line(raw: bytes, number: int, file: str) -> list[StoredEvent]:
+    try:
+        fields = _FIELDS.decode(raw)
+    except msgspec.DecodeError as error:
+        raise _fail(
+            f"not a JSON object (truncated or corrupt line?): {error}", "line.json", number, file
+        ) from None
+    kind = _decode_or_none(_STR, fields.get("type"))
+    return _unpack(kind, raw, number, file) if kind in _PACKED else [_parse_event(fields, number, file)]
 
 
 def header_line(info: SessionInfo) -> bytes:
@@ -364,29 +400,39 @@ def _flush_run(key: tuple[Any, ...] | None, run: list[StoredEvent]) -> Iterator[
             yield event_line(event) + b"\n"
 
 
-def _lines(path: Path, progress: Callable[[int], None] | None) -> Iterator[bytes]:
+def _lines(path: Path, progress: Callable[[int], None] | None, max_line: int) -> Iterator[bytes]:
+    """The file's lines, each refused once it passes `max_line` bytes (so no more than that is ever held)."""
     with path.open("rb") as handle:
-        if progress is None:
-            yield from handle
-            return
         read = 0
-        for line in handle:
-            read += len(line)
-            progress(read)
-            yield line
+        try:
+            for line in read_lines(handle, max_line=max_line):
+                if progress is not None:
+                    read += len(line)
+                    progress(read)
+                yield line
+        except JsonLineError as error:
+            raise LogFormatError(error.reason, rule=error.rule, line=error.line, file=str(path)) from None
 
 
 def import_jsonl(
-    store: SessionStoreProtocol, path: str | Path, *, progress: Callable[[int], None] | None = None
+    store: SessionStoreProtocol,
+    path: str | Path,
+    *,
+    progress: Callable[[int], None] | None = None,
+    limits: JsonLimits | None = None,
 ) -> SessionInfo:
     """Import a JSONL log as a new session (a fresh id; the file's id is kept as `imported_from`). The whole file
     is checked inside one transaction: a bad file raises `LogFormatError` and leaves the store unchanged.
 
     `progress`, when given, is called with the bytes read so far as each line is read (the file is read once, as
     the import consumes it): increasing counts that end at the file's size once the whole file is in. It is called
-    once per line, so a caller drawing a bar should throttle its own redraws."""
+    once per line, so a caller drawing a bar should throttle its own redraws.
+
+    `limits` bounds what one line may hold (default `JsonLimits()`: 50 MiB, nesting 128): a longer line is refused
+    with its number before it is read whole."""
     path = Path(path)
-    parsed, events = read_jsonl(_lines(path, progress), file=str(path))
+    limits = limits or JsonLimits()
+    parsed, events = read_jsonl(_lines(path, progress, limits.max_line), file=str(path), limits=limits)
     header = parsed.header
     info = SessionInfo(
         id=store.ids.new_session_id(),

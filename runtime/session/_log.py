@@ -1,22 +1,24 @@
 """`SessionLog`: appending to one session with group commit. `append` checks the event, assigns its seq and returns
-at once; a writer task commits whatever is pending in one `BEGIN IMMEDIATE` transaction off the event loop;
-`await flush()` returns once everything appended so far is durable."""
+at once; a writer task commits whatever is pending in one transaction off the event loop;
+`await flush()` returns once everything appended so far is durable. The log holds its session's lease while it is
+open (renewed in the background, checked in every commit), so no other process writes or repairs it meanwhile."""
 
 from __future__ import annotations
 
 import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import anyio
 import anyio.to_thread
 
 from ._errors import SessionBusyError
 from ._events import Event, StoredEvent, data_type, encode_data
-from ._protocol import EventWriter, SessionStoreProtocol
+from ._protocol import SessionStoreProtocol
 from ._repair import load_state, resume
 from ._rules import LogState
-from ._store import EventRow, SessionInfo, event_row
+from ._store import EventRow, Lease, SessionInfo, event_row
 
 __all__ = ["SessionLog", "open_log"]
 
@@ -31,12 +33,18 @@ class SessionLog:
     `session_ids`): the times of its events and the ids of the records logged in it come from them."""
 
     def __init__(
-        self, store: SessionStoreProtocol, info: SessionInfo, state: LogState, writer: EventWriter
+        self,
+        store: SessionStoreProtocol,
+        info: SessionInfo,
+        state: LogState,
+        conn: Any,  # the connection `store.connect()` made: the store takes back its own
+        lease: Lease | None = None,
     ) -> None:
         self.store = store
         self.info = info
+        self._lease = lease
         self._state = state
-        self._writer = writer
+        self._conn = conn
         self._pending: list[EventRow] = []
         self._durable = state.next_seq
         self._wake = anyio.Event()
@@ -45,6 +53,11 @@ class SessionLog:
         self._stopped = False
         self.clock = store.session_clock(info.id)
         self.ids = store.session_ids(info.id)
+
+    @property
+    def lease(self) -> Lease | None:
+        """The session's lease this log holds (None: a log made without one)."""
+        return self._lease
 
     @property
     def next_seq(self) -> int:
@@ -107,8 +120,23 @@ class SessionLog:
         """Commit what is still pending once the writer task is gone (blocking: error and cancellation paths)."""
         if self._pending and self._failure is None:
             batch, self._pending = self._pending, []
-            self._writer.insert_rows(batch)
+            self.store.insert_rows(self._conn, batch, lease=self._lease)
             self._durable = batch[-1][1] + 1
+
+    def _insert(self, batch: list[EventRow]) -> None:
+        self.store.insert_rows(self._conn, batch, lease=self._lease)
+
+    async def _keep_lease(self, lease: Lease) -> None:
+        """Renew the lease every third of its TTL while the log is open. A lease found lost becomes the failure
+        every later append and flush raise (the writer's next commit would refuse all the same)."""
+        while self._failure is None:
+            await anyio.sleep(self.store.lease_ttl_ms / 3000)
+            try:
+                await anyio.to_thread.run_sync(self.store.renew_lease, lease)
+            except Exception as error:  # handed to every later append/flush of this log, raised there
+                self._failure = error
+                self._progress.set()
+                return
 
     async def _run(self) -> None:
         try:
@@ -124,7 +152,7 @@ class SessionLog:
             while self._pending:
                 batch, self._pending = self._pending, []
                 try:
-                    await anyio.to_thread.run_sync(self._writer.insert_rows, batch)
+                    await anyio.to_thread.run_sync(self._insert, batch)
                 except Exception as error:  # handed to every later append/flush of this log, raised there
                     self._failure = error
                     self._progress.set()
@@ -140,10 +168,8 @@ async def open_log(
 ) -> AsyncIterator[SessionLog]:
     """Run a group-commit writer for `session_id` while the block runs; everything appended is flushed on exit.
 
-    The session's lease is taken first (`SessionInUseError` if another writer holds it), so the repair below is
-    the lease holder's. With `repair` (the default) the log is resumed first: an open last turn is closed and
-    `session/end-seed` marks where this run's events begin. Without it, the log must not end inside a turn another
-    writer left open.
+    With `repair` (the default) the log is resumed first: an open last turn is closed and `session/end-seed` marks
+    where this run's events begin. Without it, the log must not end inside a turn another writer left open.
     """
     info = store.info(session_id)
     writers = _WRITERS.setdefault(store, set())
@@ -151,27 +177,29 @@ async def open_log(
         raise SessionBusyError(session_id)
     writers.add(session_id)
     try:
-        writer = store.open_writer(session_id)
-    except BaseException:
-        writers.discard(session_id)
-        raise
-    try:
-        state = resume(store, session_id)[0] if repair else load_state(store, session_id)
-        log = SessionLog(store, info, state, writer)
+        # the lease first: repair, like every write, runs only for the one process that holds it
+        lease = store.acquire_lease(session_id)
         try:
-            async with anyio.create_task_group() as group:
-                group.start_soon(log._run)
-                yield log
-                await log.flush()
-                group.cancel_scope.cancel()
-        except BaseExceptionGroup as grouped:
-            # the writer task never raises (it hands failures to append/flush), so the group holds only the
-            # caller's own exception: give it back unwrapped
-            if len(grouped.exceptions) == 1:
-                raise grouped.exceptions[0] from grouped
-            raise
+            state = resume(store, session_id, lease=lease)[0] if repair else load_state(store, session_id)
+            conn = store.connect()
+            log = SessionLog(store, info, state, conn, lease)
+            try:
+                async with anyio.create_task_group() as group:
+                    group.start_soon(log._run)
+                    group.start_soon(log._keep_lease, lease)
+                    yield log
+                    await log.flush()
+                    group.cancel_scope.cancel()
+            except BaseExceptionGroup as grouped:
+                # the writer and lease tasks never raise (they hand failures to append/flush), so the group holds
+                # only the caller's own exception: give it back unwrapped
+                if len(grouped.exceptions) == 1:
+                    raise grouped.exceptions[0] from grouped
+                raise
+            finally:
+                log._commit_rest()
+                conn.close()
         finally:
-            log._commit_rest()
+            store.release_lease(lease)
     finally:
-        writer.close()
         writers.discard(session_id)

@@ -13,7 +13,9 @@ and write the same values.
 from __future__ import annotations
 
 import os
+import secrets
 import socket
+import threading
 import time
 from collections.abc import Collection, Iterable, Iterator
 from datetime import UTC, datetime
@@ -26,6 +28,7 @@ from psycopg_pool import ConnectionPool
 
 from ._errors import (
     InvalidBoundaryError,
+    LeaseLostError,
     OpenTurnError,
     SessionExistsError,
     SessionInUseError,
@@ -36,9 +39,19 @@ from ._errors import (
 from ._events import StoredEvent
 from ._open import redact_url
 from ._services import Clock, IdMinter, SessionId, SystemClock, UuidIds
-from ._store import _SESSION_COLUMNS, EventRow, SessionInfo, SpawnedBy, _event, _info, event_row
+from ._store import (
+    _SESSION_COLUMNS,
+    LEASE_TTL_MS,
+    EventRow,
+    Lease,
+    SessionInfo,
+    SpawnedBy,
+    _event,
+    _info,
+    event_row,
+)
 
-__all__ = ["PG_SCHEMA_VERSION", "PgStore", "PgWriter"]
+__all__ = ["PG_SCHEMA_VERSION", "PgStore"]
 
 PG_SCHEMA_VERSION = 1
 _BATCH = 5_000
@@ -79,7 +92,14 @@ CREATE TABLE events (
     PRIMARY KEY (session_id, seq)
 );
 CREATE INDEX events_turn_bounds ON events (session_id, seq) WHERE type IN ('turn/start', 'turn/end');
-CREATE TABLE session_leases (session_id text PRIMARY KEY, pid integer NOT NULL, host text NOT NULL, since bigint NOT NULL);
+CREATE TABLE session_leases (
+    session_id text PRIMARY KEY,
+    pid integer NOT NULL,
+    host text NOT NULL,
+    since bigint NOT NULL,
+    expires bigint NOT NULL,
+    token text NOT NULL
+);
 
 -- Each insert statement's rows, per session, must be contiguous and start at the session's next seq: one past its
 -- last event before them, or, for the first, 0 (a fork child: its seed length). Checked once per statement over its
@@ -105,8 +125,8 @@ BEGIN
     LIMIT 1;
     IF FOUND THEN
         IF bad.unknown THEN
-            RAISE EXCEPTION 'events are append-only: no session "%" to append seq % to', bad.session_id, bad.low
-                USING ERRCODE = 'foreign_key_violation';
+            RAISE EXCEPTION 'events are append-only: an event takes the next seq of an existing session, and '
+                'there is no session "%" (seq %)', bad.session_id, bad.low USING ERRCODE = 'foreign_key_violation';
         END IF;
         RAISE EXCEPTION 'events are append-only: session "%" appends seq % next, not seqs %..% (% rows)',
             bad.session_id, bad.expected, bad.low, bad.high, bad.rows USING ERRCODE = 'integrity_constraint_violation';
@@ -116,6 +136,21 @@ BEGIN
 END $$;
 CREATE TRIGGER events_after_insert AFTER INSERT ON events REFERENCING NEW TABLE AS added
     FOR EACH STATEMENT EXECUTE FUNCTION events_after_insert();
+
+-- a session row is written once: its columns never change and it is never deleted (a duplicate id is the primary
+-- key's to refuse)
+CREATE FUNCTION sessions_refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        RAISE EXCEPTION 'sessions are never deleted: DELETE is refused' USING ERRCODE = 'integrity_constraint_violation';
+    END IF;
+    RAISE EXCEPTION 'sessions are immutable: % is refused', TG_OP USING ERRCODE = 'integrity_constraint_violation';
+END $$;
+CREATE TRIGGER sessions_no_update BEFORE UPDATE OF id, created_at, cwd, parent_id, seed_length, inherits,
+    delegation_depth, spawned_by, imported_from, header_extra ON sessions
+    FOR EACH ROW EXECUTE FUNCTION sessions_refuse();
+CREATE TRIGGER sessions_no_delete BEFORE DELETE ON sessions FOR EACH STATEMENT EXECUTE FUNCTION sessions_refuse();
+CREATE TRIGGER sessions_no_truncate BEFORE TRUNCATE ON sessions FOR EACH STATEMENT EXECUTE FUNCTION sessions_refuse();
 
 CREATE FUNCTION events_refuse() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -156,8 +191,14 @@ class PgStore:
         ids: IdMinter | None = None,
         pool_size: int = 4,
         connect_timeout: float = 10.0,
+        lease_ttl_ms: int = LEASE_TTL_MS,
     ) -> None:
         self.url = url
+        self.lease_ttl_ms = lease_ttl_ms
+        self._leases: dict[
+            str, tuple[psycopg.Connection[Any], int]
+        ] = {}  # token -> (its connection, lock key)
+        self._leases_lock = threading.Lock()
         self.clock: Clock = clock or SystemClock()
         self.ids: IdMinter = ids or UuidIds()
         self._connect_timeout = connect_timeout
@@ -190,6 +231,10 @@ class PgStore:
             raise StoreConnectError(self.location, str(error).strip()) from None
 
     def close(self) -> None:
+        with self._leases_lock:
+            held, self._leases = list(self._leases.values()), {}
+        for conn, _ in held:  # a lease still held when its store closes ends with it
+            conn.close()
         if self._listener is not None:
             self._listener.close()
             self._listener = None
@@ -417,10 +462,16 @@ class PgStore:
 
     # ------------------------------------------------------------ writing
 
-    def append_events(self, session_id: str, events: Iterable[StoredEvent]) -> None:
-        """Insert checked events in one transaction (the caller has checked them against the log's rules)."""
+    def append_events(
+        self, session_id: str, events: Iterable[StoredEvent], *, lease: Lease | None = None
+    ) -> None:
+        """Insert checked events in one COPY (the caller has checked them against the log's rules); with `lease`,
+        over the lease's connection, so only while it is still the caller's."""
         rows = [event_row(session_id, event) for event in events]
-        with self._pool.connection() as conn, conn.transaction():
+        if lease is not None:
+            _copy(self._lease_conn(lease), rows)
+            return
+        with self._pool.connection() as conn:
             _copy(conn, rows)
 
     def import_session(self, info: SessionInfo, events: Iterable[StoredEvent]) -> SessionInfo:
@@ -432,15 +483,107 @@ class PgStore:
                     copy.write_row(event_row(info.id, event))
         return info
 
-    def open_writer(self, session_id: str) -> PgWriter:
-        """Take the session's lease on a connection of its own (`SessionInUseError` if another holds it)."""
+    def insert_rows(
+        self, conn: psycopg.Connection[Any], rows: list[EventRow], *, lease: Lease | None = None
+    ) -> None:
+        """Commit prepared rows with one COPY (the group-commit writer's path). With `lease` they go over the lease's
+        own connection, the one holding the session's lock: if it is gone, so is the lease, and nothing is
+        written (`LeaseLostError`)."""
+        _copy(conn if lease is None else self._lease_conn(lease), rows)
+
+    # ------------------------------------------------------------ leases (one writer per session)
+
+    def acquire_lease(self, session_id: str) -> Lease:
+        """Take the session's lease: a session-level advisory lock on a connection of its own, held until
+        `release_lease` or until that connection drops (its process killed, its host gone), and a row naming the
+        holder for the refusal of any other (`SessionInUseError`)."""
         self.info(session_id)
         conn = self.connect()
         try:
-            return PgWriter.acquire(conn, session_id)
+            row = conn.execute(
+                f"SELECT key, pg_try_advisory_lock(key), (extract(epoch FROM now()) * 1000)::bigint "
+                f"FROM (SELECT {_LEASE_KEY} AS key) AS lease",
+                (session_id,),
+            ).fetchone()
+            assert row is not None  # a SELECT over one derived row returns it
+            key, got, now = int(row[0]), bool(row[1]), int(row[2])
+            if not got:
+                raise _in_use(conn, session_id)
+            mine = Lease(
+                session_id=session_id,
+                pid=os.getpid(),
+                host=socket.gethostname(),
+                since=now,
+                expires=now + self.lease_ttl_ms,
+                token=secrets.token_hex(16),
+            )
+            conn.execute(
+                "INSERT INTO session_leases (session_id, pid, host, since, expires, token) "
+                "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (session_id) DO UPDATE SET pid = EXCLUDED.pid, "
+                "host = EXCLUDED.host, since = EXCLUDED.since, expires = EXCLUDED.expires, token = EXCLUDED.token",
+                (session_id, mine.pid, mine.host, mine.since, mine.expires, mine.token),
+            )
         except BaseException:
             conn.close()
             raise
+        with self._leases_lock:
+            self._leases[mine.token] = (conn, key)
+        return mine
+
+    def _lease_conn(self, lease: Lease) -> psycopg.Connection[Any]:
+        with self._leases_lock:
+            held = self._leases.get(lease.token)
+        if held is None or held[0].closed:
+            raise LeaseLostError(lease.session_id)
+        return held[0]
+
+    def renew_lease(self, lease: Lease) -> None:
+        """Check the lease's connection still holds the lock (the server keeps it as long as the connection
+        lives) and push its row's `expires` on, for whoever reads it."""
+        conn = self._lease_conn(lease)
+        try:
+            conn.execute(
+                "UPDATE session_leases SET expires = (extract(epoch FROM now()) * 1000)::bigint + %s "
+                "WHERE session_id = %s AND token = %s",
+                (self.lease_ttl_ms, lease.session_id, lease.token),
+            )
+        except psycopg.OperationalError:
+            raise LeaseLostError(lease.session_id) from None
+
+    def release_lease(self, lease: Lease) -> None:
+        """Give the lease back: unlock, forget the row, close its connection (a no-op if it was already lost)."""
+        with self._leases_lock:
+            held = self._leases.pop(lease.token, None)
+        if held is None:
+            return
+        conn, key = held
+        try:
+            conn.execute(
+                "DELETE FROM session_leases WHERE session_id = %s AND token = %s",
+                (lease.session_id, lease.token),
+            )
+            conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+        except psycopg.OperationalError:
+            # the connection is gone (server restart, network): so is the lock, which lived on it, and the next
+            # holder overwrites the row; raising here would only hide why the writer stopped
+            pass
+        finally:
+            conn.close()  # closing alone releases the lock too: the server drops a session's locks with it
+
+    def lease_holder(self, session_id: str) -> Lease | None:
+        """The lease on `session_id` while a writer's connection holds its lock (a killed writer's row, left
+        behind, names no holder)."""
+        row = self._one(
+            "SELECT l.pid, l.host, l.since, l.expires, l.token FROM session_leases AS l "
+            f"CROSS JOIN (SELECT {_LEASE_KEY} AS key) AS k WHERE l.session_id = %s AND EXISTS ("
+            "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1 "
+            "AND classid::bigint = (k.key >> 32) & 4294967295 AND objid::bigint = k.key & 4294967295)",
+            (session_id, session_id),
+        )
+        if row is None:
+            return None
+        pid, host, since, expires, token = row
+        return Lease(session_id=session_id, pid=pid, host=host, since=since, expires=expires, token=token)
 
     def wait_for_events(self, session_id: str, length: int, timeout: float) -> None:
         """LISTEN on `dsh_events` until the session is notified, or `timeout` seconds pass."""
@@ -512,63 +655,18 @@ def _copy(conn: psycopg.Connection[Any], rows: list[EventRow]) -> None:
             copy.write_row(row)
 
 
-class PgWriter:
-    """A session's lease and append path: a connection holding the session's advisory lock (`PgStore.open_writer`).
-    Each `insert_rows` is one COPY, committed on its own."""
-
-    def __init__(self, conn: psycopg.Connection[Any], session_id: str, key: int) -> None:
-        self._conn = conn
-        self.session_id = session_id
-        self._key = key
-
-    @classmethod
-    def acquire(cls, conn: psycopg.Connection[Any], session_id: str) -> PgWriter:
-        """Take the lease on `conn` (a connection of the writer's own) or raise `SessionInUseError`."""
-        row = conn.execute(
-            f"SELECT key, pg_try_advisory_lock(key) FROM (SELECT {_LEASE_KEY} AS key) AS lease", (session_id,)
-        ).fetchone()
-        assert row is not None  # a SELECT without FROM-filtering returns its one row
-        key, got = int(row[0]), bool(row[1])
-        if not got:
-            raise _in_use(conn, session_id)
-        conn.execute(
-            "INSERT INTO session_leases (session_id, pid, host, since) "
-            "VALUES (%s, %s, %s, (extract(epoch FROM now()) * 1000)::bigint) "
-            "ON CONFLICT (session_id) DO UPDATE SET pid = EXCLUDED.pid, host = EXCLUDED.host, since = EXCLUDED.since",
-            (session_id, os.getpid(), socket.gethostname()),
-        )
-        return cls(conn, session_id, key)
-
-    def insert_rows(self, rows: list[EventRow]) -> None:
-        _copy(self._conn, rows)
-
-    def close(self) -> None:
-        if self._conn.closed:
-            return
-        try:
-            self._conn.execute(
-                "DELETE FROM session_leases WHERE session_id = %s AND pid = %s AND host = %s",
-                (self.session_id, os.getpid(), socket.gethostname()),
-            )
-            self._conn.execute("SELECT pg_advisory_unlock(%s)", (self._key,))
-        except psycopg.OperationalError:
-            # the connection is gone (server restart, network): so is the lock, which lived on it, and the next
-            # holder overwrites the row; raising here would only hide why the writer stopped
-            pass
-        finally:
-            self._conn.close()  # closing alone releases the lock too: the server drops a session's locks with it
-
-
 def _in_use(conn: psycopg.Connection[Any], session_id: str) -> SessionInUseError:
     """The refusal naming the lease's holder. The holder names itself just after taking the lock, so a refusal in
     that instant waits briefly for the row."""
     for _ in range(50):
         row = conn.execute(
-            "SELECT pid, host, since FROM session_leases WHERE session_id = %s", (session_id,)
+            "SELECT pid, host, since, expires, token FROM session_leases WHERE session_id = %s", (session_id,)
         ).fetchone()
         if row is not None:
-            since = datetime.fromtimestamp(int(row[2]) / 1000, tz=UTC)
-            return SessionInUseError(session_id, pid=int(row[0]), host=str(row[1]), since=since)
+            pid, host, since, expires, token = row
+            return Lease(
+                session_id=session_id, pid=pid, host=host, since=since, expires=expires, token=token
+            ).in_use()
         time.sleep(0.01)
     # the holder took the lock but has not named itself within half a second (or died doing so): say so
     return SessionInUseError(

@@ -1,5 +1,5 @@
 """`SessionStoreProtocol`: the contract every session store keeps (SQLite's `SessionStore`, PostgreSQL's `PgStore`),
-and `EventWriter`, the leased append path one writer holds for one session.
+leases and the group-commit writer's path included.
 
 The agent loop, projection, fork, repair, import/export, replay and the CLI use only these names, so a store is
 chosen once, where the host opens it (`open_store`)."""
@@ -7,31 +7,20 @@ chosen once, where the host opens it (`open_store`)."""
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Iterator
-from typing import Protocol, Self
+from typing import Any, Protocol, Self
 
 from runtime.kernel import ServiceKey
 
 from ._events import StoredEvent
 from ._services import Clock, IdMinter, SessionId
-from ._store import EventRow, SessionInfo, SpawnedBy
+from ._store import EventRow, Lease, SessionInfo, SpawnedBy
 
-__all__ = ["STORE", "EventWriter", "SessionStoreProtocol"]
-
-
-class EventWriter(Protocol):
-    """One session's append path while its writer holds the session's lease (`SessionStoreProtocol.open_writer`).
-
-    `insert_rows` commits prepared rows in one transaction (one round trip where the backend allows it): the
-    group-commit writer calls it off the event loop. `close` releases the lease."""
-
-    def insert_rows(self, rows: list[EventRow]) -> None: ...
-
-    def close(self) -> None: ...
+__all__ = ["STORE", "SessionStoreProtocol"]
 
 
 class SessionStoreProtocol(Protocol):
     """Sessions and their append-only events. Every method is synchronous and safe to call from several threads;
-    the log writer (`open_log`) runs `EventWriter.insert_rows` in a worker thread.
+    the log writer (`open_log`) runs `insert_rows` and `renew_lease` in worker threads.
 
     Guarantees every backend keeps: events are never updated or deleted, each insert is the session's next seq,
     a fork stores only its own events (its prefix is read from its parent by reference), and one writer per
@@ -39,6 +28,8 @@ class SessionStoreProtocol(Protocol):
 
     clock: Clock
     ids: IdMinter
+    lease_ttl_ms: int
+    """How often a lease holder must renew (the log renews every third of it)."""
 
     @property
     def location(self) -> str:
@@ -87,7 +78,19 @@ class SessionStoreProtocol(Protocol):
 
     def last_event(self, session_id: str) -> StoredEvent | None: ...
 
-    def append_events(self, session_id: str, events: Iterable[StoredEvent]) -> None: ...
+    def append_events(
+        self, session_id: str, events: Iterable[StoredEvent], *, lease: Lease | None = None
+    ) -> None: ...
+
+    def connect(self) -> Any:
+        """A connection of the writer's own (a `sqlite3` or `psycopg` connection: the store takes back only the
+        ones it made, in `insert_rows`)."""
+        ...
+
+    def insert_rows(self, conn: Any, rows: list[EventRow], *, lease: Lease | None = None) -> None:
+        """Commit prepared rows in one transaction (one COPY on PostgreSQL); with `lease`, only while it is still
+        the caller's (`SessionInUseError` or `LeaseLostError` otherwise)."""
+        ...
 
     def import_session(self, info: SessionInfo, events: Iterable[StoredEvent]) -> SessionInfo: ...
 
@@ -101,8 +104,20 @@ class SessionStoreProtocol(Protocol):
         spawned_by: SpawnedBy | None = None,
     ) -> SessionInfo: ...
 
-    def open_writer(self, session_id: str) -> EventWriter:
-        """Take the session's lease (or raise `SessionInUseError` naming its holder) and return its append path."""
+    def acquire_lease(self, session_id: str) -> Lease:
+        """Take the session's lease (one writer per session) or raise `SessionInUseError` naming its holder."""
+        ...
+
+    def renew_lease(self, lease: Lease) -> None:
+        """Keep the lease (`SessionInUseError` or `LeaseLostError` if it is no longer the caller's)."""
+        ...
+
+    def release_lease(self, lease: Lease) -> None:
+        """Give the lease back (a no-op if it was already lost)."""
+        ...
+
+    def lease_holder(self, session_id: str) -> Lease | None:
+        """The lease on `session_id`, if a writer holds one."""
         ...
 
     def wait_for_events(self, session_id: str, length: int, timeout: float) -> None:

@@ -22,6 +22,7 @@ from ._events import (
 )
 from ._protocol import SessionStoreProtocol
 from ._rules import LogState, OpenToolCall
+from ._store import Lease
 
 __all__ = ["NOT_STARTED_TEXT", "OUTCOME_UNKNOWN_TEXT", "closers", "load_state", "resume"]
 
@@ -91,9 +92,20 @@ def load_state(store: SessionStoreProtocol, session_id: str) -> LogState:
     return state
 
 
-def resume(store: SessionStoreProtocol, session_id: str) -> tuple[LogState, list[StoredEvent]]:
+def resume(
+    store: SessionStoreProtocol, session_id: str, *, lease: Lease | None = None
+) -> tuple[LogState, list[StoredEvent]]:
     """Repair the log if its last turn is open, then append `session/end-seed` unless the log already ends with one.
-    The appended events take the last event's time. Returns the state after them and the events appended."""
+    The appended events take the last event's time. Returns the state after them and the events appended.
+
+    Repair runs only with the session's lease: the caller's (`open_log` passes its own), or one taken for the
+    repair and given back after it (`SessionInUseError` while another process holds it)."""
+    if lease is None:
+        taken = store.acquire_lease(session_id)
+        try:
+            return resume(store, session_id, lease=taken)
+        finally:
+            store.release_lease(taken)
     state = load_state(store, session_id)
     pending = closers(state)
     if state.last_type != "session/end-seed" or pending:
@@ -105,5 +117,5 @@ def resume(store: SessionStoreProtocol, session_id: str) -> tuple[LogState, list
         state.feed(stored, data=event.data)
         appended.append(stored)
     if appended:
-        store.append_events(session_id, appended)
+        store.append_events(session_id, appended, lease=lease)
     return state, appended

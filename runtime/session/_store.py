@@ -1,17 +1,23 @@
 """`SessionStore`: the one module that speaks SQL. Sessions and their append-only events in one SQLite file.
 
 WAL, `busy_timeout`, `BEGIN IMMEDIATE` for every write, `PRAGMA user_version` as the schema version with ordered
-migrations, and triggers that refuse UPDATE and DELETE on `events`. A fork child stores only its own events; its
-prefix is read by reference from its parent (recursively).
+migrations, and triggers that make the log defend itself against any SQLite client: an event takes exactly the next
+seq of its session (no REPLACE, no gap), events are never updated or deleted, `sessions` rows are never rewritten or
+deleted. A fork child stores only its own events; its prefix is read by reference from its parent (recursively).
+A lease row per session gives it one writer across processes.
 """
 
 from __future__ import annotations
 
+import os
+import secrets
+import socket
 import sqlite3
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -20,17 +26,30 @@ import sqlite_utils
 
 from ._errors import (
     InvalidBoundaryError,
+    LeaseLostError,
+    LogGapError,
     OpenTurnError,
     SessionExistsError,
+    SessionInUseError,
     SessionNotFoundError,
     StoreSchemaError,
 )
 from ._events import Replace, StoredEvent, SurfaceOp
 from ._services import Clock, IdMinter, SessionId, SystemClock, UuidIds
 
-__all__ = ["SCHEMA_VERSION", "EventRow", "SessionInfo", "SessionStore", "SpawnedBy", "SqliteWriter"]
+__all__ = [
+    "LEASE_TTL_MS",
+    "SCHEMA_VERSION",
+    "EventRow",
+    "Lease",
+    "SessionInfo",
+    "SessionStore",
+    "SpawnedBy",
+]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+LEASE_TTL_MS = 30_000
+"""How long a lease outlives its holder's last renewal (the log renews it every third of this while it is open)."""
 _BATCH = 2_000
 
 
@@ -167,7 +186,72 @@ def _migrate_1(db: sqlite_utils.Database) -> None:
         )
 
 
-_MIGRATIONS: tuple[Callable[[sqlite_utils.Database], None], ...] = (_migrate_1,)
+def _migrate_2(db: sqlite_utils.Database) -> None:
+    # INSERT OR REPLACE deletes the row it conflicts with without firing DELETE triggers unless recursive_triggers is
+    # on (sqlite_utils turns it on for dsh's own connection; a plain client has it off), and nothing refused a gap. An insert must take exactly the next seq of its session (a fork child's first is
+    # its seed_length): that refuses REPLACE over an existing event, gaps, and events of a session that does not
+    # exist. max(seq) is one probe of the primary key.
+    db.execute(
+        "CREATE TRIGGER events_next_seq BEFORE INSERT ON events WHEN NEW.seq IS NOT coalesce("
+        "(SELECT max(seq) + 1 FROM events WHERE session_id = NEW.session_id), "
+        "(SELECT CASE WHEN inherits THEN coalesce(seed_length, 0) ELSE 0 END FROM sessions WHERE id = NEW.session_id)"
+        ") BEGIN SELECT RAISE(ABORT, 'events are append-only: an event takes the next seq of an existing session'); END"
+    )
+    db.execute(
+        "CREATE TRIGGER sessions_no_replace BEFORE INSERT ON sessions "
+        "WHEN EXISTS (SELECT 1 FROM sessions WHERE id = NEW.id) "
+        "BEGIN SELECT RAISE(ABORT, 'sessions are immutable: a session id is inserted once'); END"
+    )
+    # OF the columns of version 1, all set at creation and never again: a column a later version adds for dsh to
+    # maintain is not frozen by this trigger (a migration is frozen too: it names them, not _SESSION_COLUMNS)
+    db.execute(
+        "CREATE TRIGGER sessions_no_update BEFORE UPDATE OF id, created_at, cwd, parent_id, seed_length, inherits, "
+        "delegation_depth, spawned_by, imported_from, header_extra ON sessions "
+        "BEGIN SELECT RAISE(ABORT, 'sessions are immutable: UPDATE is refused'); END"
+    )
+    db.execute(
+        "CREATE TRIGGER sessions_no_delete BEFORE DELETE ON sessions "
+        "BEGIN SELECT RAISE(ABORT, 'sessions are never deleted: DELETE is refused'); END"
+    )
+    # one writer per session across processes: the holder's pid and host, since and until when (ms, wall clock)
+    db.execute(
+        "CREATE TABLE session_leases (session_id TEXT PRIMARY KEY, pid INTEGER NOT NULL, host TEXT NOT NULL, "
+        "since INTEGER NOT NULL, expires INTEGER NOT NULL, token TEXT NOT NULL)"
+    )
+
+
+_MIGRATIONS: tuple[Callable[[sqlite_utils.Database], None], ...] = (_migrate_1, _migrate_2)
+
+
+class Lease(msgspec.Struct, frozen=True, kw_only=True):
+    """A process's hold on one session: who (pid on host), since and until when (ms since the epoch, wall clock),
+    and the token that tells its holder's writes from any other's."""
+
+    session_id: str
+    pid: int
+    host: str
+    since: int
+    expires: int
+    token: str
+
+    def in_use(self) -> SessionInUseError:
+        """The refusal of a process that finds this lease held."""
+        since = datetime.fromtimestamp(self.since / 1000, tz=UTC)
+        return SessionInUseError(self.session_id, pid=self.pid, host=self.host, since=since)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: alive
+        return True
+    return True
+
+
+def _wall_ms() -> int:
+    return time.time_ns() // 1_000_000
 
 
 class SessionStore:
@@ -181,8 +265,12 @@ class SessionStore:
         ids: IdMinter | None = None,
         synchronous: str = "FULL",
         busy_timeout_ms: int = 10_000,
+        lease_ttl_ms: int = LEASE_TTL_MS,
+        wall_ms: Callable[[], int] = _wall_ms,
     ) -> None:
         self.path = Path(path)
+        self.lease_ttl_ms = lease_ttl_ms
+        self._wall_ms = wall_ms  # leases only: the log's times come from `clock`
         self.clock: Clock = clock or SystemClock()
         self.ids: IdMinter = ids or UuidIds()
         self._synchronous = synchronous
@@ -393,6 +481,7 @@ class SessionStore:
             low = max(low, start)
             bound = "" if high is None else " AND seq < ?"
             bound_params: list[object] = [] if high is None else [high]
+            self._check_contiguous(session_id, owner, low, bound, bound_params)
             query = f"SELECT {_COLUMNS} FROM events WHERE session_id = ? AND seq >= ?{bound}{filters} ORDER BY seq LIMIT ?"
             while True:
                 with self._lock:
@@ -403,6 +492,35 @@ class SessionStore:
                     break
                 low = page[-1][0] + 1
 
+    def _check_contiguous(
+        self, session_id: str, owner: str, low: int, bound: str, bound_params: list[object]
+    ) -> None:
+        """Raise `LogGapError` if `owner`'s events from `low` (within the bound) skip a seq: one count over the
+        primary key, and a search for the gap only when the count says there is one."""
+        where = f"session_id = ? AND seq >= ?{bound}"
+        params = [owner, low, *bound_params]
+        with self._lock:
+            count, first, last = _first(
+                self._conn.execute(f"SELECT count(*), min(seq), max(seq) FROM events WHERE {where}", params)
+            )
+            if count == 0 or (first == low and last - first + 1 == count):
+                return
+            if first != low:
+                raise LogGapError(session_id, after=low - 1, next=first)
+            after = _first(
+                self._conn.execute(
+                    f"SELECT seq FROM events AS e WHERE {where} AND NOT EXISTS "
+                    "(SELECT 1 FROM events WHERE session_id = e.session_id AND seq = e.seq + 1) ORDER BY seq LIMIT 1",
+                    params,
+                )
+            )[0]
+            following = _first(
+                self._conn.execute(
+                    "SELECT min(seq) FROM events WHERE session_id = ? AND seq > ?", (owner, after)
+                )
+            )[0]
+        raise LogGapError(session_id, after=after, next=following)
+
     def last_event(self, session_id: str) -> StoredEvent | None:
         length = self.length(session_id)
         if length == 0:
@@ -412,27 +530,36 @@ class SessionStore:
     # ------------------------------------------------------------ writing
 
     def append_events(
-        self, session_id: str, events: Iterable[StoredEvent], *, conn: sqlite3.Connection | None = None
+        self,
+        session_id: str,
+        events: Iterable[StoredEvent],
+        *,
+        conn: sqlite3.Connection | None = None,
+        lease: Lease | None = None,
     ) -> None:
-        """Insert checked events in one transaction (the caller has checked them against the log's rules)."""
+        """Insert checked events in one transaction (the caller has checked them against the log's rules); with
+        `lease`, only while it is still the caller's."""
         rows = [event_row(session_id, event) for event in events]
         with self._write(conn) as connection:
+            if lease is not None:
+                self._check_lease(connection, lease)
             connection.executemany(_INSERT, rows)
 
-    def insert_rows(self, conn: sqlite3.Connection, rows: list[EventRow]) -> None:
-        """Insert prepared rows in one transaction on `conn` (the group-commit writer's path)."""
+    def insert_rows(
+        self, conn: sqlite3.Connection, rows: list[EventRow], *, lease: Lease | None = None
+    ) -> None:
+        """Insert prepared rows in one transaction on `conn` (the group-commit writer's path). With `lease`, the
+        transaction first checks that the lease is still this writer's (`SessionInUseError` naming the holder if it
+        was taken over)."""
         conn.execute("BEGIN IMMEDIATE")
         try:
+            if lease is not None:
+                self._check_lease(conn, lease)
             conn.executemany(_INSERT, rows)
         except BaseException:
             conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
-
-    def open_writer(self, session_id: str) -> SqliteWriter:
-        """The append path of one session's writer: its own connection, committing with `BEGIN IMMEDIATE`."""
-        self.info(session_id)
-        return SqliteWriter(self, self.connect())
 
     def wait_for_events(self, session_id: str, length: int, timeout: float) -> None:
         """Poll the WAL file (and the database file) until either changes, or `timeout` seconds pass."""
@@ -468,6 +595,75 @@ class SessionStore:
                     batch.clear()
             conn.executemany(_INSERT, batch)
         return info
+
+    # ------------------------------------------------------------ leases (one writer per session)
+
+    def lease_holder(self, session_id: str) -> Lease | None:
+        """The lease on `session_id`, if a process holds one (expired or not)."""
+        with self._lock:
+            return self._holder(self._conn, session_id)
+
+    @staticmethod
+    def _holder(conn: sqlite3.Connection, session_id: str) -> Lease | None:
+        row = _first(
+            conn.execute(
+                "SELECT pid, host, since, expires, token FROM session_leases WHERE session_id = ?",
+                (session_id,),
+            )
+        )
+        if row is None:
+            return None
+        pid, host, since, expires, token = row
+        return Lease(session_id=session_id, pid=pid, host=host, since=since, expires=expires, token=token)
+
+    def acquire_lease(self, session_id: str) -> Lease:
+        """Take the lease on `session_id` for this process, or raise `SessionInUseError` naming its holder. A held
+        lease is taken over only when its holder is provably gone: its pid is dead on this host, or it expired."""
+        now = self._wall_ms()
+        mine = Lease(
+            session_id=session_id,
+            pid=os.getpid(),
+            host=socket.gethostname(),
+            since=now,
+            expires=now + self.lease_ttl_ms,
+            token=secrets.token_hex(16),
+        )
+        with self._write() as conn:
+            held = self._holder(conn, session_id)
+            if held is not None:
+                gone = held.expires <= now or (held.host == mine.host and not _pid_alive(held.pid))
+                if not gone:
+                    raise held.in_use()
+                conn.execute("DELETE FROM session_leases WHERE session_id = ?", (session_id,))
+            conn.execute(
+                "INSERT INTO session_leases (session_id, pid, host, since, expires, token) VALUES (?, ?, ?, ?, ?, ?)",
+                (session_id, mine.pid, mine.host, mine.since, mine.expires, mine.token),
+            )
+        return mine
+
+    def renew_lease(self, lease: Lease) -> None:
+        """Push the lease's expiry a TTL ahead; `SessionInUseError` if it is no longer this holder's."""
+        with self._write() as conn:
+            self._check_lease(conn, lease)
+            conn.execute(
+                "UPDATE session_leases SET expires = ? WHERE session_id = ? AND token = ?",
+                (self._wall_ms() + self.lease_ttl_ms, lease.session_id, lease.token),
+            )
+
+    def release_lease(self, lease: Lease) -> None:
+        """Give the lease back (a no-op if it was already taken over)."""
+        with self._write() as conn:
+            conn.execute(
+                "DELETE FROM session_leases WHERE session_id = ? AND token = ?",
+                (lease.session_id, lease.token),
+            )
+
+    def _check_lease(self, conn: sqlite3.Connection, lease: Lease) -> None:
+        held = self._holder(conn, lease.session_id)
+        if held is None:  # expired, taken over and released by another process meanwhile
+            raise LeaseLostError(lease.session_id)
+        if held.token != lease.token:  # taken over: this process stalled past its lease's expiry
+            raise held.in_use()
 
     # ------------------------------------------------------------ fork
 
@@ -526,17 +722,3 @@ class SessionStore:
             if row is not None:
                 return int(row[0]) if row[1] == "turn/start" else None
         return None
-
-
-class SqliteWriter:
-    """One session writer's connection to the store's file (`SessionStore.open_writer`)."""
-
-    def __init__(self, store: SessionStore, conn: sqlite3.Connection) -> None:
-        self._store = store
-        self._conn = conn
-
-    def insert_rows(self, rows: list[EventRow]) -> None:
-        self._store.insert_rows(self._conn, rows)
-
-    def close(self) -> None:
-        self._conn.close()

@@ -9,6 +9,8 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
+from runtime.jsonlines import MAX_DEPTH, JsonLineError, check_depth
+
 from .definition import ToolDefinitionError, ToolResult
 
 __all__ = ["INVALID_ARGUMENTS", "ArgumentValidator"]
@@ -35,7 +37,13 @@ class ArgumentValidator:
         """The arguments as a dict, or an error result that tells the model what to fix."""
         text = raw.strip() or "{}"
         try:
+            check_depth(text.encode(), max_depth=MAX_DEPTH)
             arguments = json.loads(text)
+        except JsonLineError as error:  # nested past the limit: refused before json.loads recurses that deep
+            return ToolResult.error(
+                INVALID_ARGUMENTS,
+                f'invalid arguments for tool "{self._tool}": {error.reason}; send one JSON object',
+            )
         except json.JSONDecodeError as error:
             return ToolResult.error(
                 INVALID_ARGUMENTS,

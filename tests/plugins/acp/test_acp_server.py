@@ -3,6 +3,7 @@ model served by a loopback OpenAI-compatible server through plugins.llm_openai."
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import anyio
@@ -284,3 +285,51 @@ async def test_replay_serves_the_originals_recording_to_a_real_client(tmp_path: 
             response = await conn.prompt(session_id=session.session_id, prompt=[text_block("Reply PONG")])
     assert response.stop_reason == "end_turn"
     assert text_of(recorder.of(session.session_id), AgentMessageChunk) == "PONG"
+
+
+async def test_a_deeply_nested_line_gets_a_parse_error_and_the_session_then_completes_a_prompt(
+    tmp_path: Path,
+) -> None:
+    """200 KB of `[[[...` on one line: a JSON-RPC parse error, not a dead server; a prompt then completes."""
+    root = Path(__file__).parents[3]
+    recorder = Recorder()
+    extra = ("--replay", str(root / "fixtures" / "harness" / "text-turn"))
+    async with dsh_acp(tmp_path, root / "examples" / "acp-agent.yml", recorder, extra=extra) as (
+        conn,
+        process,
+    ):
+        with anyio.fail_after(60):
+            await conn.initialize(protocol_version=PROTOCOL_VERSION)
+            session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+            process.stdin.write(b"[" * 200_000 + b"\n")
+            process.stdin.write(
+                b'{"jsonrpc": "2.0", "id": "deep", "method": "x", "params": ' + b'{"a":' * 5000 + b"\n"
+            )
+            await process.stdin.drain()
+            response = await conn.prompt(session_id=session.session_id, prompt=[text_block("Reply PONG")])
+    errors = [(m.get("id"), m["error"]["code"]) for m in recorder.incoming if "error" in m]
+    assert errors == [(None, -32700), (None, -32700)]
+    assert response.stop_reason == "end_turn"
+    assert text_of(recorder.of(session.session_id), AgentMessageChunk) == "PONG"
+
+
+async def test_loading_a_session_another_server_holds_is_refused_naming_the_holder(tmp_path: Path) -> None:
+    root = Path(__file__).parents[3]
+    config, store = root / "examples" / "acp-agent.yml", tmp_path / "shared.db"
+    extra = ("--replay", str(root / "fixtures" / "harness" / "text-turn"))
+    first, second = Recorder(), Recorder()
+    async with dsh_acp(tmp_path, config, first, store=store, extra=extra) as (conn, holder):
+        with anyio.fail_after(60):
+            await conn.initialize(protocol_version=PROTOCOL_VERSION)
+            sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+            async with dsh_acp(tmp_path, config, second, store=store, extra=extra) as (other, _):
+                await other.initialize(protocol_version=PROTOCOL_VERSION)
+                with pytest.raises(RequestError) as refused:
+                    await other.load_session(cwd=str(tmp_path), session_id=sid, mcp_servers=[])
+            response = await conn.prompt(session_id=sid, prompt=[text_block("Reply PONG")])
+    assert refused.value.code == -32600
+    assert str(refused.value).startswith(f"session {sid} is in use by pid {holder.pid} on ")
+    assert refused.value.data == {"sessionId": sid, "pid": holder.pid, "host": socket.gethostname()}
+    assert response.stop_reason == "end_turn", "the holder's session is untouched"
+    with SessionStore(store) as opened:
+        assert [e.seq for e in opened.events(sid)] == list(range(opened.length(sid)))

@@ -37,8 +37,11 @@ def sqlite_store(tmp_path: Path) -> Iterator[SessionStore]:
         yield opened
 
 
-def snapshot_rows(backend: Backend) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
+def snapshot_rows(
+    target: Backend | SessionStore,
+) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
     """Every row of both tables, read by a plain client: what a refused operation must leave unchanged."""
+    backend = target if isinstance(target, Backend) else Backend("sqlite", str(target.path))
     with backend.raw() as conn:
         sessions = conn.execute("SELECT * FROM sessions ORDER BY id")
         events = conn.execute("SELECT * FROM events ORDER BY session_id, seq")

@@ -21,7 +21,6 @@ from runtime.session import SessionInUseError, SessionStoreProtocol, StoredEvent
 from .backends import Backend
 
 ROOT = Path(__file__).resolve().parents[3]
-_SQLITE_PENDING = pytest.mark.xfail(strict=True, reason="SQLite lease: the hardened store")
 
 
 def _writer(
@@ -108,9 +107,6 @@ def test_four_processes_append_to_four_sessions_of_one_store(backend: Backend) -
             assert texts == [f"{session}:{i}" for i in range(count)]
 
 
-@pytest.mark.parametrize(
-    "backend", [pytest.param("sqlite", marks=_SQLITE_PENDING), "postgresql"], indirect=True
-)
 def test_two_processes_on_one_session_the_second_is_refused_naming_the_first(backend: Backend) -> None:
     with backend.open() as store:
         session = store.create().id

@@ -1,8 +1,11 @@
-"""A Hypothesis state machine over the store, on each backend: appends, forks, flushes, reopens and a second writer
-against an in-memory model."""
+"""A Hypothesis state machine over the store, on each backend: appends, forks, flushes and reopens against an
+in-memory model, with a second writer (another store on the same file or database, as another process would open
+it) that is refused while a log holds the session, writes its own turns while none does, and, on SQLite, takes over
+an expired lease from a stalled writer."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -42,6 +45,19 @@ from tests.strategies import TurnSpec, turn_events, turn_specs
 from .backends import BACKENDS
 
 MAX_SESSIONS = 4
+TTL_MS = (
+    600_000  # long enough that no log renews its lease during a run: expiry happens only when a rule says so
+)
+
+
+class _Wall:
+    """The wall clock leases read (ms); a rule moves it to expire every lease."""
+
+    def __init__(self) -> None:
+        self.now = 1_700_000_000_000
+
+    def __call__(self) -> int:
+        return self.now
 
 
 class StoreMachine(RuleBasedStateMachine):
@@ -50,9 +66,11 @@ class StoreMachine(RuleBasedStateMachine):
 
     sessions = Bundle("sessions")
     # where each run's store lives: a fresh SQLite file, or a fresh schema of the test session's server (set by the
-    # test before the machine runs); `second_writer` is checked only where the backend arbitrates leases
+    # test before the machine runs)
     location: Callable[[Path], str] = staticmethod(lambda directory: str(directory / "s.db"))
-    leases = True
+    # SQLite's lease expires when its holder stops renewing; PostgreSQL's is the holder's connection, which the
+    # server ends with its holder, so there is no stalled writer's lease to take over there
+    expiring_leases = True
 
     def __init__(self) -> None:
         super().__init__()
@@ -62,15 +80,24 @@ class StoreMachine(RuleBasedStateMachine):
         self.ids = CountingIds("m")
         self.portal_cm: AbstractContextManager[BlockingPortal] = start_blocking_portal()
         self.portal = self.portal_cm.__enter__()
+        self.wall = _Wall()
         self.store = self._open_store()
+        self.other = self._open_store()  # the second writer
         self.model: dict[str, list[StoredEvent]] = {}
         self.turns: dict[str, int] = {}
         self.logs: dict[str, tuple[AbstractContextManager[SessionLog], SessionLog]] = {}
 
     def _open_store(self) -> SessionStoreProtocol:
-        if self.spec.endswith(".db"):
-            return SessionStore(self.spec, clock=self.clock, ids=self.ids, synchronous="OFF")
-        return open_store(self.spec, clock=self.clock, ids=self.ids)
+        if not self.spec.endswith(".db"):
+            return open_store(self.spec, clock=self.clock, ids=self.ids)
+        return SessionStore(
+            self.spec,
+            clock=self.clock,
+            ids=self.ids,
+            synchronous="OFF",
+            lease_ttl_ms=TTL_MS,
+            wall_ms=self.wall,
+        )
 
     def _log(self, session: str) -> SessionLog:
         if session not in self.logs:
@@ -143,16 +170,55 @@ class StoreMachine(RuleBasedStateMachine):
         assert [e.seq for e in appended] == list(range(len(self.model[session]), state.next_seq))
         self.model[session].extend(appended)
 
-    @precondition(lambda self: self.leases and bool(self.logs))
+    async def _other_turn(self, session: str, spec: TurnSpec) -> list[StoredEvent]:
+        async with open_log(self.other, session, repair=False) as log:
+            if log.state.open_turn is not None:
+                return []  # a stalled writer's turn is still open: the next resume repairs it
+            self.turns[session] = max(self.turns[session], log.state.last_turn) + 1
+            return [log.append(one) for one in turn_events(self.turns[session], log.next_seq, spec)]
+
+    @rule(session=sessions, spec=turn_specs)
+    def second_writer(self, session: str, spec: TurnSpec) -> None:
+        """The second writer asks for the session: refused while a log holds it, else it writes a turn."""
+        if session in self.logs:
+            with pytest.raises(SessionInUseError) as refused:
+                self.portal.call(self._other_turn, session, spec)
+            assert (refused.value.session_id, refused.value.pid) == (session, os.getpid())
+            with pytest.raises(SessionInUseError):
+                resume(self.other, session)
+            event("second writer refused")
+            return
+        self.model[session].extend(self.portal.call(self._other_turn, session, spec))
+        assert self.other.lease_holder(session) is None
+        event("second writer wrote a turn")
+
+    @precondition(lambda self: self.expiring_leases and bool(self.logs))
     @rule(data=st.data())
-    def second_writer(self, data: st.DataObject) -> None:
-        """Another client of the same store (another process, another host) is refused the session's lease while
-        this writer holds it, and nothing it tried is stored."""
+    def take_over_an_expired_lease(self, data: st.DataObject) -> None:
+        """The writer of a log stalls past its lease; the second writer takes the session over. What the stalled
+        writer had not committed by then is refused, never written after the takeover."""
         session = data.draw(st.sampled_from(sorted(self.logs)))
-        with self._open_store() as other, pytest.raises(SessionInUseError) as refused:
-            self.portal.wrap_async_context_manager(open_log(other, session)).__enter__()
-        assert refused.value.session_id == session
-        event("second writer refused")
+        manager, log = self.logs.pop(session)
+        durable = log.durable_seq
+        self.wall.now += 2 * TTL_MS
+        for _, other in self.logs.values():  # the writers that did not stall renew, as their keepers would
+            assert other.lease is not None
+            self.store.renew_lease(other.lease)
+        lease = self.other.acquire_lease(session)
+        try:
+            refused: SessionInUseError | None = None
+            try:
+                manager.__exit__(None, None, None)  # closing flushes: refused if anything was still pending
+            except SessionInUseError as error:
+                refused = error
+            event("stalled writer had committed everything" if refused is None else "stalled writer refused")
+            assert refused is None or (refused.pid, refused.since) == (lease.pid, lease.in_use().since)
+            stored = list(self.other.events(session))
+            assert durable <= len(stored) <= len(self.model[session])
+            assert stored == self.model[session][: len(stored)]
+            self.model[session] = stored
+        finally:
+            self.other.release_lease(lease)
 
     @rule()
     def reopen(self) -> None:
@@ -175,6 +241,7 @@ class StoreMachine(RuleBasedStateMachine):
         try:
             self._close_logs()
             self.store.close()
+            self.other.close()
         finally:
             self.portal_cm.__exit__(None, None, None)
             shutil.rmtree(self.dir, ignore_errors=True)
@@ -189,9 +256,8 @@ def test_store_machine(backend: str, request: pytest.FixtureRequest) -> None:
     if backend == "postgresql":
         server: PgServer = request.getfixturevalue("pg_server")
         Machine.location = staticmethod(lambda _directory: server.new_schema())
+        Machine.expiring_leases = False
         # every step is a few round trips to a server: fewer runs keep the suite quick, while each one still walks
         # the backend through every rule (the rules themselves are the SQLite run's too)
         chosen = settings(chosen, max_examples=min(chosen.max_examples, 50))
-    else:
-        Machine.leases = False  # the SQLite lease arrives with the hardened SQLite store
     run_state_machine_as_test(Machine, settings=chosen)

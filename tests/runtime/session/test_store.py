@@ -10,6 +10,7 @@ import pytest
 
 from runtime.session import (
     InvalidBoundaryError,
+    LeaseLostError,
     OpenTurnError,
     SessionExistsError,
     SessionId,
@@ -25,14 +26,6 @@ from runtime.session._store import event_row
 
 from .backends import INTEGRITY_ERRORS, Backend
 from .conftest import HARNESS, snapshot_rows
-
-# The SQLite schema refuses out-of-order inserts and arbitrates the lease once the hardened SQLite store lands
-# (it is being built beside this suite); until then these cases are expected to fail there, and strict, so that
-# the first passing run says the marker must go.
-_SQLITE_PENDING = pytest.mark.xfail(
-    strict=True, reason="SQLite next-seq trigger and lease: the hardened store"
-)
-_NEXT_SEQ_BACKENDS = [pytest.param("sqlite", marks=_SQLITE_PENDING), "postgresql"]
 
 
 def _imported(store: SessionStoreProtocol, scenario: str = "multi-turn") -> str:
@@ -53,7 +46,6 @@ def test_events_refuse_update_and_delete(
 _INSERT = "INSERT INTO events (session_id, seq, type, time, data) VALUES (?, ?, 'x/y', 1, '{}')"
 
 
-@pytest.mark.parametrize("backend", _NEXT_SEQ_BACKENDS, indirect=True)
 @pytest.mark.parametrize("seq", [-1, 3, 10])
 def test_an_insert_that_is_not_the_next_seq_is_refused_by_the_database(
     store: SessionStoreProtocol, backend: Backend, seq: int
@@ -69,7 +61,6 @@ def test_an_insert_that_is_not_the_next_seq_is_refused_by_the_database(
     assert store.length(session.id) == 3
 
 
-@pytest.mark.parametrize("backend", _NEXT_SEQ_BACKENDS, indirect=True)
 def test_a_fork_child_appends_from_its_seed_length(store: SessionStoreProtocol, backend: Backend) -> None:
     parent = _imported(store)
     child = store.fork(parent)
@@ -79,6 +70,35 @@ def test_a_fork_child_appends_from_its_seed_length(store: SessionStoreProtocol, 
             conn.execute(_INSERT, (child.id, 0))
         conn.execute(_INSERT, (child.id, seed))
     assert store.length(child.id) == seed + 1
+
+
+@pytest.mark.parametrize(
+    "statement",
+    ["UPDATE sessions SET cwd = '/forged' WHERE id = ?", "DELETE FROM sessions WHERE id = ?"],
+)
+def test_session_rows_are_never_rewritten_or_deleted_by_any_client(
+    store: SessionStoreProtocol, backend: Backend, statement: str
+) -> None:
+    session = store.create(cwd="/w").id
+    before = snapshot_rows(backend)
+    with backend.raw() as conn, pytest.raises(INTEGRITY_ERRORS, match="sessions are"):
+        conn.execute(statement, (session,))
+    assert snapshot_rows(backend) == before
+
+
+def test_a_lease_lost_with_its_connection_refuses_the_holders_writes(store: SessionStoreProtocol) -> None:
+    session = store.create()
+    lease = store.acquire_lease(session.id)
+    store.release_lease(lease)  # gone, as if taken over and given back by another writer meanwhile
+    conn = store.connect()
+    try:
+        with pytest.raises(LeaseLostError):
+            store.insert_rows(
+                conn, [event_row(session.id, StoredEvent(type="x/y", seq=0, time=1, data="{}"))], lease=lease
+            )
+    finally:
+        conn.close()
+    assert store.length(session.id) == 0
 
 
 def test_reopening_keeps_everything(store: SessionStoreProtocol, backend: Backend) -> None:
@@ -91,9 +111,6 @@ def test_reopening_keeps_everything(store: SessionStoreProtocol, backend: Backen
         assert second.schema_version() == store.schema_version() >= 1
 
 
-@pytest.mark.parametrize(
-    "backend", [pytest.param("sqlite", marks=_SQLITE_PENDING), "postgresql"], indirect=True
-)
 def test_a_second_writer_from_another_store_client_is_refused_naming_the_holder(
     store: SessionStoreProtocol, backend: Backend
 ) -> None:
@@ -101,19 +118,23 @@ def test_a_second_writer_from_another_store_client_is_refused_naming_the_holder(
     import socket
 
     session = store.create()
-    first = store.open_writer(session.id)
+    first = store.acquire_lease(session.id)
     try:
         with backend.open() as other, pytest.raises(SessionInUseError) as refused:
-            other.open_writer(session.id)
+            other.acquire_lease(session.id)
         error = refused.value
         assert (error.session_id, error.pid, error.host) == (session.id, os.getpid(), socket.gethostname())
         assert abs((datetime.now(UTC) - error.since).total_seconds()) < 60
         when = error.since.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         assert str(error) == f"session {session.id} is in use by pid {error.pid} on {error.host} since {when}"
+        holder = store.lease_holder(session.id)
+        assert holder is not None
+        assert (holder.pid, holder.token) == (first.pid, first.token)
     finally:
-        first.close()
+        store.release_lease(first)
+    assert store.lease_holder(session.id) is None
     with backend.open() as other:
-        other.open_writer(session.id).close()  # released: the next writer takes it
+        other.release_lease(other.acquire_lease(session.id))  # released: the next writer takes it
 
 
 def test_fork_copies_no_events_and_reads_the_parent_prefix(
@@ -185,12 +206,12 @@ def test_a_duplicate_seq_is_refused_by_the_primary_key(store: SessionStoreProtoc
     session = store.create()
     event = StoredEvent(type="x/y", seq=0, time=1, data="{}")
     store.append_events(session.id, [event])
-    writer = store.open_writer(session.id)
+    conn = store.connect()
     try:
         with pytest.raises(INTEGRITY_ERRORS):
-            writer.insert_rows([event_row(session.id, event)])
+            store.insert_rows(conn, [event_row(session.id, event)])
     finally:
-        writer.close()
+        conn.close()
     assert list(store.events(session.id)) == [event]
 
 

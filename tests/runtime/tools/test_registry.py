@@ -111,6 +111,7 @@ async def test_execute_validates_and_runs() -> None:
     [
         ("{not json", "not valid JSON (Expecting property name enclosed in double quotes at position 1)"),
         ("[1]", "expected a JSON object, got list"),
+        ('{"a":' + "[" * 100_000, "the JSON nests deeper than 128 arrays and objects; send one JSON object"),
         (
             '{"times": 0}',
             "- at $: 'text' is a required property\n- at $.times: 0 is less than the minimum of 1",
