@@ -31,6 +31,7 @@ from ._plugin import plugin as plugin
 from ._recording import Recording as Recording
 from ._recording import load_recording as load_recording
 from ._recording import stored_recording as stored_recording
+from ._replayed import ToolCallRecord as ToolCallRecord
 from ._rerun import Rerun as Rerun
 from ._rerun import golden_jsonl as golden_jsonl
 from ._rerun import record as record
@@ -66,6 +67,7 @@ __all__ = [
     "CWD_PLACEHOLDER",
     "with_cwd",
     "Rerun",
+    "ToolCallRecord",
     "golden_jsonl",
     "record",
     "rerun",

@@ -106,6 +106,11 @@ class ReplayAdapter:
         self._mismatches.append(error)
         return error
 
+    def report(self, error: ReplayMismatch) -> None:
+        """Keep a divergence found outside a model call (a recorded tool's call that does not match the recording),
+        so `assert_consumed` raises it in the order the run met it."""
+        self._mismatch(error)
+
     def _bind(self, session_id: str | None, call: CallKey | None) -> _Log:
         log = self._live.get(session_id)
         if log is not None:

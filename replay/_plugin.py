@@ -11,6 +11,7 @@ from runtime.session import STORE
 
 from ._adapter import ReplayAdapter
 from ._recording import load_recording
+from ._tools import ToolMode, serve_recorded_tools
 
 __all__ = ["DEFAULT_PROVIDER", "REPLAY", "ReplayConfig", "plugin"]
 
@@ -21,13 +22,16 @@ class ReplayConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_o
     """`log`: a JSONL log or a scenario directory (`session.jsonl`, `session.N.jsonl`, `override.json`).
     `children`: more child logs. `override`: an override file (for a directory: instead of its `override.json`).
     `providers`: the provider ids to serve; empty (the default) serves every provider id the recording's
-    `request/header` events name, or `replay` when they name none. `pace_ms`: a delay before each chunk."""
+    `request/header` events name, or `replay` when they name none. `pace_ms`: a delay before each chunk.
+    `tools`: per tool name, `live` (run it) or `recorded` (serve the recording's result); a tool not named is
+    recorded when its definition is not hermetic (see replay/_tools.py)."""
 
     log: str
     children: tuple[str, ...] = ()
     override: str | None = None
     providers: tuple[str, ...] = ()
     pace_ms: float = 0.0
+    tools: dict[str, ToolMode] = msgspec.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.log:
@@ -51,6 +55,7 @@ def _apply(ctx: Context, config: ReplayConfig) -> None:
     for provider in config.providers or recording.providers or (DEFAULT_PROVIDER,):
         llm.register(provider, adapter)
     ctx.provide(REPLAY, adapter)
+    serve_recorded_tools(ctx, adapter, config.tools)
 
 
 plugin = Plugin(

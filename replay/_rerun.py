@@ -31,6 +31,7 @@ from runtime.session import (
     SessionInfo,
     SessionStore,
     SessionStoreProtocol,
+    StoredEvent,
     write_jsonl,
 )
 
@@ -38,6 +39,8 @@ from ._errors import ReplayMismatch, ScriptError
 from ._placeholders import CWD_PLACEHOLDER
 from ._plugin import REPLAY
 from ._recording import Recording, child_logs, load_recording
+from ._replayed import ToolCallRecord, final_text, log_events, tool_calls
+from ._routes import missing_key
 from ._scenario import Scenario, live_deployment, replay_deployment, scripted_deployment
 from ._script import Hang, recorded_turns
 from ._skeleton import first_divergence, skeleton
@@ -63,6 +66,22 @@ class Rerun:
     divergence: str | None
     logs: list[tuple[SessionInfo, bytes]]
     view: str
+
+    # what the primary session did, for hand-written tests (see replay/_replayed.py)
+    @property
+    def events(self) -> list[StoredEvent]:
+        """The primary session's replayed events (the workspace written `{{cwd}}`)."""
+        return log_events(self.logs[0][1]) if self.logs else []
+
+    @property
+    def tool_calls(self) -> list[ToolCallRecord]:
+        """The primary session's tool calls, each with its arguments and result."""
+        return tool_calls(self.events)
+
+    @property
+    def text(self) -> str | None:
+        """The assistant's final text in the primary session."""
+        return final_text(self.events)
 
 
 def _normalise(data: bytes, cwd: str) -> bytes:
@@ -292,6 +311,12 @@ async def record(
     if scenario.doc.inputs is None:
         raise ScriptError(
             "recording needs the user inputs: list them under `inputs:` in scenario.yml",
+            place=str(scenario.directory or scenario.log),
+        )
+    if replies is None and (missing := missing_key(scenario)) is not None:
+        raise ScriptError(
+            f"cannot record against the live model: {missing}; set it, or serve hand-written replies "
+            "(dsh record --script replies.yml)",
             place=str(scenario.directory or scenario.log),
         )
     deployment = live_deployment(scenario) if replies is None else scripted_deployment(scenario, replies)

@@ -18,6 +18,7 @@ from ._errors import ScriptError
 from ._plugin import ReplayConfig
 from ._plugin import plugin as replay_plugin
 from ._recording import ROOT_LOG
+from ._tools import ToolMode
 
 __all__ = [
     "DEFAULT_DEPLOYMENT",
@@ -44,7 +45,9 @@ class ScenarioDoc(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     plugin and tool). `overlay`: per plugin id, config keys laid over the deployment's (a persona edit, a tool's
     limits). `inputs`: the user's message of each turn (default: the ones the recording logged). `resume_before`: turns
     before which the agent is closed and its session resumed (default: where the recording was). `model` and
-    `provider`: the agent's (default: what the recording's first request header names)."""
+    `provider`: the agent's (default: what the recording's first request header names). `tools`: per tool name, `live`
+    or `recorded` in a replay (default: recorded exactly for the tools whose definition is not hermetic, such as
+    web_fetch and web_search; see replay/_tools.py)."""
 
     description: str = ""
     deployment: str | None = None
@@ -53,6 +56,7 @@ class ScenarioDoc(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     resume_before: list[int] = msgspec.field(default_factory=list)
     model: str | None = None
     provider: str | None = None
+    tools: dict[str, ToolMode] = msgspec.field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -73,9 +77,14 @@ class Scenario:
 
     @property
     def deployment_file(self) -> Path:
+        """`deployment` relative to the scenario; when no such file is there, relative to the current directory (a
+        project's root, where `dsh replay` runs); default: replay's own."""
         if self.doc.deployment is None or self.directory is None:
             return DEFAULT_DEPLOYMENT
-        return (self.directory / self.doc.deployment).resolve()
+        beside = (self.directory / self.doc.deployment).resolve()
+        if beside.exists() or not Path(self.doc.deployment).is_file():
+            return beside
+        return Path(self.doc.deployment).resolve()
 
 
 def load_scenario(path: Path) -> Scenario:
@@ -167,7 +176,11 @@ def replay_deployment(scenario: Scenario, *, pace_ms: float = 0.0) -> Deployment
     deployment = live_deployment(scenario)
     source = scenario.directory or scenario.log
     replay = PluginEntry(
-        "replay", "replay", replay_plugin, ReplayConfig(log=str(source), pace_ms=pace_ms), None
+        "replay",
+        "replay",
+        replay_plugin,
+        ReplayConfig(log=str(source), pace_ms=pace_ms, tools=scenario.doc.tools),
+        None,
     )
     entries: list[PluginEntry] = []
     for entry in deployment.plugins:
