@@ -29,6 +29,7 @@ from psycopg_pool import ConnectionPool
 from ._errors import (
     InvalidBoundaryError,
     LeaseLostError,
+    LogGapError,
     OpenTurnError,
     SessionExistsError,
     SessionInUseError,
@@ -441,6 +442,7 @@ class PgStore:
             low = max(low, start)
             bound = "" if high is None else " AND seq < %s"
             bound_params: list[object] = [] if high is None else [high]
+            self._check_contiguous(session_id, owner, low, bound, bound_params)
             query = (
                 f"SELECT {_COLUMNS} FROM events WHERE session_id = %s AND seq >= %s{bound}{filters} "
                 "ORDER BY seq LIMIT %s"
@@ -453,6 +455,35 @@ class PgStore:
                 if len(page) < _BATCH:
                     break
                 low = page[-1][0] + 1
+
+    def _check_contiguous(
+        self, session_id: str, owner: str, low: int, bound: str, bound_params: list[object]
+    ) -> None:
+        """Raise `LogGapError` if `owner`'s events from `low` (within the bound) skip a seq (possible only if a
+        client disabled the triggers): one count over the primary key, a search only when it finds a gap."""
+        where = f"session_id = %s AND seq >= %s{bound}"
+        params = [owner, low, *bound_params]
+        with self._pool.connection() as conn:
+            row = conn.execute(
+                f"SELECT count(*), min(seq), max(seq) FROM events WHERE {where}", params
+            ).fetchone()
+            assert row is not None  # an aggregate returns one row
+            count, first, last = row
+            if count == 0 or (first == low and last - first + 1 == count):
+                return
+            if first != low:
+                raise LogGapError(session_id, after=low - 1, next=first)
+            gap = conn.execute(
+                f"SELECT seq FROM events AS e WHERE {where} AND NOT EXISTS "
+                "(SELECT 1 FROM events WHERE session_id = e.session_id AND seq = e.seq + 1) ORDER BY seq LIMIT 1",
+                params,
+            ).fetchone()
+            assert gap is not None  # the count says a seq is missing below the last
+            following = conn.execute(
+                "SELECT min(seq) FROM events WHERE session_id = %s AND seq > %s", (owner, gap[0])
+            ).fetchone()
+            assert following is not None
+        raise LogGapError(session_id, after=int(gap[0]), next=int(following[0]))
 
     def last_event(self, session_id: str) -> StoredEvent | None:
         length = self.length(session_id)

@@ -1,5 +1,6 @@
 """What only the PostgreSQL store has: its tables and columns are SQLite's, its schema version lives in
-`dsh_schema`, TRUNCATE is refused too, and a schema that is not a dsh store, or is newer, is refused on open."""
+`dsh_schema`, TRUNCATE is refused too, a schema that is not a dsh store, or is newer, is refused on open, and a gap
+left by a client that disabled the triggers is named on read, as on SQLite."""
 
 from __future__ import annotations
 
@@ -9,7 +10,14 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from runtime.session import SessionStore, StoreConnectError, StoreSchemaError, open_store
+from runtime.session import (
+    LogGapError,
+    SessionStore,
+    StoreConnectError,
+    StoredEvent,
+    StoreSchemaError,
+    open_store,
+)
 from runtime.session._pg import PG_SCHEMA_VERSION
 from tests.pg_server import PgServer
 
@@ -69,3 +77,18 @@ def test_a_missing_schema_and_an_unreachable_server_say_so_without_the_password(
         open_store(f"postgresql://dsh:s3cret@127.0.0.1:{pg_server.port}/missing_db")
     assert "s3cret" not in str(refused.value)
     assert refused.value.location == f"postgresql://dsh@127.0.0.1:{pg_server.port}/missing_db"
+
+
+def test_a_gap_left_by_a_client_that_disabled_the_triggers_is_named_on_read(pg_url: str) -> None:
+    with open_store(pg_url) as store:
+        session = store.create().id
+        store.append_events(session, [StoredEvent(type="x/y", seq=n, time=1, data="{}") for n in range(3)])
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute("ALTER TABLE events DISABLE TRIGGER events_after_insert")
+            conn.execute(
+                "INSERT INTO events (session_id, seq, type, time, data) VALUES (%s, 7, 'x/y', 1, '{}')",
+                (session,),
+            )
+        with pytest.raises(LogGapError) as gap:
+            list(store.events(session))
+        assert (gap.value.after, gap.value.next) == (2, 7)
