@@ -10,6 +10,7 @@ from ._authored import scripted_plugin as scripted_plugin
 from ._cli import record_scenario as record_scenario
 from ._cli import replay_app as replay_app
 from ._errors import OverrideError as OverrideError
+from ._errors import RecordingEnded as RecordingEnded
 from ._errors import ReplayMismatch as ReplayMismatch
 from ._errors import ScriptError as ScriptError
 from ._errors import format_call as format_call
@@ -96,6 +97,7 @@ __all__ = [
     "ReplaceOverride",
     "ReplayAdapter",
     "ReplayConfig",
+    "RecordingEnded",
     "ReplayMismatch",
     "Script",
     "ScriptEntry",

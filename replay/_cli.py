@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from typer.core import TyperGroup
 
+from runtime.host import open_store, resolve_session
 from runtime.llm import (
     BlockEnd,
     BlockStart,
@@ -28,7 +29,7 @@ from runtime.llm import (
     ToolCallBlock,
     ToolCallDelta,
 )
-from runtime.session import export_jsonl, open_store
+from runtime.session import export_jsonl
 
 from ._batch import Report, holds_many, replay_all, summary_table, tally
 from ._errors import ScriptError
@@ -149,8 +150,8 @@ def _line(entry: ScriptEntry, log_name: str) -> str:
 
 def _load(log: str, override: Path | None, store: str | None) -> tuple[Recording, list[Path]]:
     if store is not None:
-        with open_store(store) as opened:
-            return stored_recording(opened, log, override=override), []
+        with open_store(store, looking_for=log) as opened:
+            return stored_recording(opened, resolve_session(opened, log), override=override), []
     path = Path(log)
     if not path.exists():
         raise ScriptError(
@@ -289,8 +290,9 @@ def run(
 
 def _exported_scenario(store: str, session_id: str, directory: Path) -> Path:
     """A stored session (and the children it spawned or forked) written out as a scenario directory."""
-    with open_store(store) as opened:
-        logs = [opened.info(session_id), *opened.children(session_id)]
+    with open_store(store, looking_for=session_id) as opened:
+        root = opened.info(resolve_session(opened, session_id))
+        logs = [root, *opened.children(root.id)]
         for number, info in enumerate(logs):
             name = ROOT_LOG if number == 0 else f"session.{number}.jsonl"
             with (directory / name).open("wb") as handle:
@@ -309,6 +311,14 @@ def _run_many(root: Path, *, pace: float, show: bool) -> None:
             place=str(root),
         )
     console = Console(stderr=True)
+    for log in sorted(root.rglob(ROOT_LOG)):
+        if not (log.parent / SCENARIO_FILE).is_file():
+            console.print(
+                f"[yellow]skipped[/] {escape(str(log.parent))}: a recording without {SCENARIO_FILE} "
+                f"(replay it alone: dsh replay {escape(str(log.parent))})",
+                highlight=False,
+                soft_wrap=True,
+            )
     with Report(console, len(scenarios)) as report:
         outcomes = anyio.run(
             lambda: replay_all(

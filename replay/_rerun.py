@@ -12,7 +12,7 @@ import re
 import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
-from contextlib import AsyncExitStack, contextmanager
+from contextlib import AsyncExitStack, ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,11 +21,10 @@ import msgspec
 from rich.console import Console
 
 from runtime.agent import AGENTS, EVENT, Agent, AgentOptions
-from runtime.cli.view import TerminalView
-from runtime.kernel import Context, Deployment, load_deployment_into
+from runtime.host import TerminalView, hosted
+from runtime.kernel import Deployment
 from runtime.llm import TextBlock, UserBlock
 from runtime.session import (
-    STORE,
     CountingIds,
     FixedClock,
     SessionInfo,
@@ -161,9 +160,8 @@ async def _drive(
 ) -> tuple[list[SessionInfo], str]:
     """Run the scenario's turns in one agent; return the sessions it made and the view. The sessions come in the
     order of the recorded logs they were bound to (`order`, by log name), then any others by creation."""
-    ctx = Context()
-    ctx.provide(STORE, store)
-    loaded = load_deployment_into(ctx, deployment)
+    lifecycle = ExitStack()
+    ctx = lifecycle.enter_context(hosted(deployment, store)).ctx
     out = io.StringIO()
     view_console = Console(file=out, width=100, color_system=None, force_terminal=False, soft_wrap=True)
     view = TerminalView(view_console)
@@ -226,9 +224,7 @@ async def _drive(
             bindings = adapter.bindings()
         return _in_recorded_order(store.sessions(), bindings, order), out.getvalue()
     finally:
-        for plugin in reversed(loaded):
-            plugin.unload()
-        ctx.dispose()
+        lifecycle.close()
 
 
 def _in_recorded_order(

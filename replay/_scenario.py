@@ -15,9 +15,10 @@ from runtime.kernel import Deployment, PluginEntry, decode_plugin_config, load_d
 
 from ._authored import ScriptedConfig, scripted_plugin
 from ._errors import ScriptError
-from ._plugin import ReplayConfig
+from ._plugin import DEFAULT_PROVIDER, ReplayConfig
 from ._plugin import plugin as replay_plugin
 from ._recording import ROOT_LOG
+from ._source import read_log
 from ._tools import ToolMode
 
 __all__ = [
@@ -163,11 +164,36 @@ def scripted_deployment(scenario: Scenario, replies: Path) -> Deployment:
     )
 
 
-def with_replay(deployment: Deployment, log: Path) -> Deployment:
-    """Any deployment with its live transport swapped for the replay plugin serving `log` (a JSONL log or a
-    scenario directory): `dsh run|chat|acp --replay LOG` (the `dsh.replay` entry point)."""
-    replay = PluginEntry("replay", "replay", replay_plugin, ReplayConfig(log=str(log)), None)
-    return _swap_transport(log, deployment, replay)
+def _first_route(log: Path) -> tuple[str | None, str | None]:
+    """The provider and model of a recording's first request header (None where it names none)."""
+    for event, _ in read_log(log / ROOT_LOG if log.is_dir() else log).events():
+        if event.type == "request/header":
+            config = msgspec.json.decode(event.data).get("header", {}).get("config", {})
+            return config.get("provider"), config.get("model")
+    return None, None
+
+
+def with_replay(deployment: Deployment | None, log: Path, provider: str | None = None) -> Deployment:
+    """A deployment with its live transport swapped for the replay plugin serving `log` (a JSONL log or a
+    scenario directory): `dsh run|chat|acp --replay LOG` (the `dsh.replay` entry point). With no deployment, the
+    one `dsh replay` uses. The recording is served under its own provider ids and under every route the
+    deployment names (its `provider:` and the live transport's routes) and under `provider` (`--provider`),
+    whatever they are called; an agent of a deployment that names no provider or model takes the recording's."""
+    if deployment is None:
+        deployment = load_deployment(DEFAULT_DEPLOYMENT)
+    recorded, model = _first_route(log)
+    routes = dict.fromkeys(
+        route.id
+        for entry in deployment.plugins
+        if entry.use == LIVE_TRANSPORT
+        for route in getattr(entry.config, "providers", ())
+    )
+    agent_provider = provider or deployment.provider or recorded or DEFAULT_PROVIDER
+    routes[agent_provider] = None
+    config = ReplayConfig(log=str(log), routes=tuple(routes))
+    replay = PluginEntry("replay", "replay", replay_plugin, config, None)
+    swapped = _swap_transport(log, deployment, replay)
+    return Deployment(swapped.path, swapped.plugins, deployment.model or model, agent_provider)
 
 
 def replay_deployment(scenario: Scenario, *, pace_ms: float = 0.0) -> Deployment:

@@ -1,9 +1,8 @@
-"""`dsh sessions list | show | export | import | fork`: the session store from the command line."""
+"""`dsh sessions list | show | export | import | fork | copy | tail`: the session store from the command line."""
 
 from __future__ import annotations
 
 import json
-import os
 import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -17,6 +16,14 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
+from runtime.host import (
+    ByteProgress,
+    StoreOption,
+    count_progress,
+    open_store,
+    resolve_session,
+    terminal_stderr,
+)
 from runtime.jsonlines import MAX_LINE, JsonLimits
 from runtime.kernel.errors import SessionError
 from runtime.session import (
@@ -34,15 +41,12 @@ from runtime.session import (
     export_jsonl,
     follow,
     import_jsonl,
-    open_store,
     own_events,
     project,
     redact_url,
 )
 
-from .progress import ByteProgress, count_progress, terminal_stderr
-
-__all__ = ["StoreOption", "default_store_path", "sessions_app", "sessions_table"]
+__all__ = ["sessions_app", "sessions_table"]
 
 sessions_app = typer.Typer(
     help="Session logs: list, show, export, import, fork, copy, tail.\n\nExample: dsh sessions list --store sessions.db",
@@ -50,27 +54,15 @@ sessions_app = typer.Typer(
 )
 
 
-def default_store_path() -> Path:
-    """`$XDG_DATA_HOME/dsh/sessions.db`, or `~/.local/share/dsh/sessions.db`."""
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "dsh" / "sessions.db"
-
-
-StoreOption = Annotated[
-    str | None,
-    typer.Option(
-        "--store",
-        envvar="DSH_STORE",
-        show_envvar=False,
-        help="The session store: a SQLite file or a postgresql:// URL (also $DSH_STORE) "
-        "\\[default: $XDG_DATA_HOME/dsh/sessions.db].",
-    ),
-]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 
 
-def _open(store: str | None) -> SessionStoreProtocol:
-    return open_store(store or default_store_path())
+def _open(store: str | None, session_id: str | None = None) -> SessionStoreProtocol:
+    return open_store(store, looking_for=session_id)
+
+
+def _events(count: int) -> str:
+    return f"{count} event{'' if count == 1 else 's'}"
 
 
 def _when(ms: int) -> str:
@@ -130,7 +122,7 @@ def sessions_table(store: SessionStoreProtocol, *, current: str | None = None) -
     """The store's sessions, oldest first, each parent's forks and subagents indented under it, as a table
     (`current`, when given, is marked with `*`)."""
     ordered = [(info, depth, store.length(info.id)) for info, depth in _in_tree_order(store.sessions())]
-    table = Table(title=f"{len(ordered)} sessions")
+    table = Table(title=f"{len(ordered)} session{'' if len(ordered) == 1 else 's'}")
     table.add_column("id", no_wrap=True)  # ids are copied into --session: never folded
     for column in ("created (UTC)", "events", "parent", "cwd"):
         table.add_column(column, overflow="fold")
@@ -171,7 +163,7 @@ class _Node:
 
     def label(self) -> str:
         info = self.info
-        return f"{info.id}  {_link(info)}, depth {info.delegation_depth}, {self.length} events"
+        return f"{info.id}  {_link(info)}, depth {info.delegation_depth}, {_events(self.length)}"
 
 
 def _child_tree(store: SessionStoreProtocol, info: SessionInfo, seen: set[str] | None = None) -> list[_Node]:
@@ -197,13 +189,23 @@ def _text_of(message: Message) -> list[tuple[str, str]]:
         if block.type in ("text", "reasoning") and block.text is not None:
             parts.append((block.type, block.text))
         elif block.type == "tool-call":
-            parts.append(("tool-call", f"{block.name}({block.arguments})"))
+            continue  # shown once, by its own tool/call event
         elif block.type == "tool-result":
             inner = " ".join(b.text or f"[{b.type}]" for b in block.content or ())
             parts.append(("tool-result", inner))
         else:
             parts.append(("other", f"[{block.type}]"))
     return parts
+
+
+def _why(event: StoredEvent) -> str:
+    """Why a turn ended, when its reason says: a failure's message and code, or a reason's own message."""
+    reason = msgspec.json.decode(event.data).get("reason", {})
+    error = reason.get("error") if isinstance(reason.get("error"), dict) else None
+    if error is not None and error.get("message"):
+        code = f" [{error['code']}]" if error.get("code") else ""
+        return f": {error['message']}{code}"
+    return f": {reason['message']}" if isinstance(reason.get("message"), str) and reason["message"] else ""
 
 
 _STYLES = {"reasoning": "dim italic", "tool-call": "yellow", "tool-result": "green", "other": "dim"}
@@ -223,7 +225,9 @@ def _render(console: Console, event: StoredEvent, spawned: dict[tuple[int, int, 
     view = event.decode_data() if event.is_core else None
     if isinstance(view, TurnEndData):
         console.print(
-            f"[bold]turn {view.turn} ended:[/] {view.reason.kind}  (seq {event.seq})", highlight=False
+            Text.assemble(
+                (f"turn {view.turn} ended:", "bold"), f" {view.reason.kind}{_why(event)}  (seq {event.seq})"
+            )
         )
     elif isinstance(view, ToolCallData):
         console.print(Text(f"  → tool/call {view.name} {view.arguments}", style="yellow"))
@@ -248,7 +252,9 @@ def _render(console: Console, event: StoredEvent, spawned: dict[tuple[int, int, 
 
 @sessions_app.command("show")
 def show(
-    session_id: Annotated[str, typer.Argument(metavar="ID", help="The session id.")],
+    session_id: Annotated[
+        str, typer.Argument(metavar="ID", help="The session id (or a unique prefix of it).")
+    ],
     store: StoreOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -256,7 +262,8 @@ def show(
 
     Example: dsh sessions show 01J5Z3... --store sessions.db
     """
-    with _open(store) as opened:
+    with _open(store, session_id) as opened:
+        session_id = resolve_session(opened, session_id)
         info = opened.info(session_id)
         length = opened.length(session_id)
         children = _child_tree(opened, info)
@@ -283,7 +290,7 @@ def show(
         console = Console()
         parent = "" if info.parent_id is None else f", forked from {info.parent_id} at {info.seed_length}"
         console.print(
-            f"[bold]session {info.id}[/]: {length} events, created {_when(info.created_at)} UTC{parent}"
+            f"[bold]session {info.id}[/]: {_events(length)}, created {_when(info.created_at)} UTC{parent}"
         )
         if children:
             tree = Tree(f"forks and subagents of {info.id}", highlight=False)
@@ -300,7 +307,9 @@ def show(
 
 @sessions_app.command("export")
 def export(
-    session_id: Annotated[str, typer.Argument(metavar="ID", help="The session id.")],
+    session_id: Annotated[
+        str, typer.Argument(metavar="ID", help="The session id (or a unique prefix of it).")
+    ],
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="Write here instead of stdout.")
     ] = None,
@@ -311,7 +320,8 @@ def export(
 
     Example: dsh sessions export 01J5Z3... -o session.jsonl
     """
-    with _open(store) as opened:
+    with _open(store, session_id) as opened:
+        session_id = resolve_session(opened, session_id)
         if output is None:
             export_jsonl(opened, session_id, sys.stdout.buffer, pack=not no_pack)
             sys.stdout.buffer.flush()
@@ -351,12 +361,14 @@ def import_(
     if as_json:
         typer.echo(json.dumps({"id": info.id}))
     else:
-        typer.echo(f"imported {file} as session {info.id} ({length} events)")
+        typer.echo(f"imported {file} as session {info.id} ({_events(length)})")
 
 
 @sessions_app.command("fork")
 def fork(
-    session_id: Annotated[str, typer.Argument(metavar="ID", help="The session to fork.")],
+    session_id: Annotated[
+        str, typer.Argument(metavar="ID", help="The session to fork (its id or a unique prefix of it).")
+    ],
     at: Annotated[
         int | None, typer.Option("--at", help="The last inherited seq (default: the last event).")
     ] = None,
@@ -367,7 +379,8 @@ def fork(
 
     Example: dsh sessions fork 01J5Z3... --at 41
     """
-    with _open(store) as opened:
+    with _open(store, session_id) as opened:
+        session_id = resolve_session(opened, session_id)
         child = opened.fork(session_id, at)
     if as_json:
         typer.echo(json.dumps({"id": child.id, "seedLength": child.seed_length}))
@@ -430,7 +443,8 @@ def tail(
     Example: dsh sessions tail 01J5Z3... --store postgresql://dsh@db.internal/dsh
     """
     console = Console()
-    with _open(store) as opened:
+    with _open(store, session_id) as opened:
+        session_id = resolve_session(opened, session_id)
         try:
             for event in follow(opened, session_id, start=start, until_turn_end=not follow_on):
                 if as_json:

@@ -139,7 +139,12 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
         server.shutdown()
         server.server_close()
         thread.join()
-    env = {key: value for key, value in os.environ.items() if key not in ("DEEPSEEK_API_KEY", "WEATHER_URL")}
+    # an xdist worker's variables would make the inner pytest act as a worker too (syrupy prints no report there)
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("DEEPSEEK_API_KEY", "WEATHER_URL") and not key.startswith("PYTEST_XDIST")
+    }
     update = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--snapshot-update"],
         cwd=project,
@@ -168,6 +173,14 @@ def goldened(project: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The project; syrupy's session global is put back after the test (an in-process run replaces it)."""
     monkeypatch.setattr(syrupy, "_syrupy", syrupy._syrupy)
     return project
+
+
+@pytest.fixture(autouse=True)
+def _not_a_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under `-n`, this session's xdist variables would make each inner run act as a worker (syrupy reports
+    nothing there): the inner runs are a project's own session."""
+    for key in [key for key in os.environ if key.startswith("PYTEST_XDIST")]:
+        monkeypatch.delenv(key)
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:

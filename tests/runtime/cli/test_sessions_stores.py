@@ -18,7 +18,7 @@ import anyio.to_thread
 import pytest
 from typer.testing import CliRunner
 
-from runtime.cli import app
+from runtime.cli.app import app
 from runtime.session import (
     CountingIds,
     FixedClock,

@@ -1,15 +1,16 @@
 """`TerminalView`: renders an agent's events as they are appended: reasoning dim, text as it streams, each tool call
-and a short form of its result, and how a turn ended. `dsh run` uses it (and `dsh chat` will)."""
+and a short form of its result, and how a turn ended. `dsh run`, `dsh chat` and the replay driver use it."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 from rich.console import Console
 from rich.markup import escape
 
-from runtime.agent import AgentEvent
+if TYPE_CHECKING:
+    from runtime.agent import AgentEvent
 
 __all__ = ["TerminalView"]
 
