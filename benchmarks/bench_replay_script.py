@@ -26,6 +26,7 @@ from runtime.llm import (
     BlockStart,
     Finish,
     FinishStop,
+    StreamChunk,
     TextBlock,
     TextDelta,
     TokenUsage,
@@ -54,7 +55,7 @@ def _events() -> Iterator[StoredEvent]:
         for step in range(1, STEPS + 1):
             yield event("step/start", f'{{"turn":{turn},"step":{step}}}')
             words = [f" word{turn}.{step}.{i}" for i in range(DELTAS)]
-            chunks = [
+            chunks: list[StreamChunk] = [
                 BlockStart(index=0, block_type="text"),
                 *(TextDelta(index=0, text=word) for word in words),
                 BlockEnd(index=0, block=TextBlock("".join(words))),

@@ -18,12 +18,12 @@ from pathlib import Path
 
 import anyio
 
+from runtime.llm import AssistantMessage as ModelReply
+from runtime.llm import MessageId, ModelSource, TextBlock
+from runtime.llm import UserMessage as UserTurnMessage
 from runtime.session import (
     AssistantMessage,
     AssistantMessageData,
-    Block,
-    Message,
-    MessageSource,
     SessionStore,
     StepData,
     StepEnd,
@@ -61,23 +61,17 @@ def _dsh(folder: Path) -> tuple[list[float], int]:
                         TurnStart(data=TurnStartData(turn=turn)),
                         StepStart(data=StepData(turn=turn, step=1)),
                         UserMessage(
-                            data=Message(
-                                id=f"u{turn}",
-                                role="user",
-                                source=MessageSource(kind="user"),
-                                content=(Block(type="text", text=USER),),
-                            ),
+                            data=UserTurnMessage(id=MessageId(f"u{turn}"), content=(TextBlock(USER),)),
                             surface_op="append",
                         ),
                         AssistantMessage(
                             data=AssistantMessageData(
                                 turn=turn,
                                 step=1,
-                                message=Message(
-                                    id=f"a{turn}",
-                                    role="assistant",
-                                    source=MessageSource(kind="model", provider="p", model="m"),
-                                    content=(Block(type="text", text=ASSISTANT),),
+                                message=ModelReply(
+                                    id=MessageId(f"a{turn}"),
+                                    source=ModelSource(provider="p", model="m"),
+                                    content=(TextBlock(ASSISTANT),),
                                 ),
                             ),
                             surface_op="append",

@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
+from typing import get_args
 
 import msgspec
 
@@ -238,10 +239,40 @@ def _recorded_prefix(entry: ScriptEntry | None) -> tuple[StreamChunk, ...]:
     return chunks[:-1] if chunks and isinstance(chunks[-1], Finish) else chunks
 
 
+_CHUNK_KEYS: dict[str, frozenset[str]] = {
+    str(cls.__struct_config__.tag): frozenset({"type", *(f.encode_name for f in msgspec.structs.fields(cls))})
+    for cls in get_args(StreamChunk)
+}
+
+
+def _unknown_chunk_key(items: object) -> str | None:
+    """The first key of an override's chunk that its type does not have (the log's chunk types accept fields they
+    do not model, since the original adds some; a hand-written override is held to the exact key set)."""
+    if not isinstance(items, dict) or not isinstance(items.get("overrides"), list):
+        return None
+    for index, item in enumerate(items["overrides"]):
+        if not isinstance(item, dict):
+            continue
+        listed = item.get("chunks")
+        chunks: list[object] = listed if isinstance(listed, list) else [item.get("chunk")]
+        for chunk in chunks:
+            if not isinstance(chunk, dict) or chunk.get("type") not in _CHUNK_KEYS:
+                continue
+            extra = sorted(set(chunk) - _CHUNK_KEYS[chunk["type"]])
+            if extra:
+                return f"Object contains unknown field `{extra[0]}` - at `$.overrides[{index}]` ({chunk['type']} chunk)"
+    return None
+
+
 def parse_overrides(data: bytes | str, *, file: str = "override.json") -> Overrides:
     """Overrides from the file's text; `OverrideError` names the file and what is wrong."""
     try:
         parsed = _FILE.decode(data)
+        unknown = _unknown_chunk_key(msgspec.json.decode(data))
+        if unknown is not None:
+            raise OverrideError(
+                f"{unknown}; a chunk holds exactly its type's fields (see replay/README.md)", file=file
+            )
     except msgspec.DecodeError as error:
         raise OverrideError(
             f'{error}; expected {{"overrides": [{{"op": "replace"|"patch"|"throw"|"hang", "turn", '

@@ -7,15 +7,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-import msgspec
-
-from runtime.session import AssistantMessageData, StoredEvent, ToolCallData, ToolResultData, read_jsonl
+from runtime.llm import TextBlock, ToolResultBlock
+from runtime.session import AssistantMessage, StoredEvent, ToolCall, ToolResult, ToolResultData, read_jsonl
 
 __all__ = ["ToolCallRecord", "final_text", "log_events", "tool_calls"]
-
-_CALL = msgspec.json.Decoder(ToolCallData)
-_RESULT = msgspec.json.Decoder(ToolResultData)
-_MESSAGE = msgspec.json.Decoder(AssistantMessageData)
 
 
 @dataclass(frozen=True)
@@ -44,16 +39,17 @@ def tool_calls(events: list[StoredEvent]) -> list[ToolCallRecord]:
     """Every tool call in log order, each with the result logged for it."""
     results: dict[str, ToolResultData] = {}
     for event in events:
-        if event.type == "tool/result":
-            result = _RESULT.decode(event.data)
-            for block in result.message.content:
-                if block.tool_call_id is not None:
-                    results[block.tool_call_id] = result
+        view = event.view()
+        if isinstance(view, ToolResult):
+            for block in view.data.message.content:
+                if isinstance(block, ToolResultBlock):
+                    results[block.tool_call_id] = view.data
     records = []
     for event in events:
-        if event.type != "tool/call":
+        view = event.view()
+        if not isinstance(view, ToolCall):
             continue
-        call = _CALL.decode(event.data)
+        call = view.data
         try:
             arguments: Any = json.loads(call.arguments)
         except ValueError:
@@ -62,9 +58,13 @@ def tool_calls(events: list[StoredEvent]) -> list[ToolCallRecord]:
         text: str | None = None
         is_error = False
         if outcome is not None:
-            block = next(b for b in outcome.message.content if b.tool_call_id == call.call_id)
-            text = "".join(part.text or "" for part in block.content or () if part.type == "text")
-            is_error = bool(block.is_error)
+            block = next(
+                b
+                for b in outcome.message.content
+                if isinstance(b, ToolResultBlock) and b.tool_call_id == call.call_id
+            )
+            text = "".join(part.text for part in block.content if isinstance(part, TextBlock))
+            is_error = block.is_error
         code = None if outcome is None or outcome.error is None else outcome.error.code
         records.append(
             ToolCallRecord(call.turn, call.step, call.call_id, call.name, arguments, text, is_error, code)
@@ -76,9 +76,11 @@ def final_text(events: list[StoredEvent]) -> str | None:
     """The text of the last assistant message that has any (None: the assistant wrote none)."""
     text = None
     for event in events:
-        if event.type == "assistant/message":
-            message = _MESSAGE.decode(event.data).message
-            written = "".join(block.text or "" for block in message.content if block.type == "text")
+        view = event.view()
+        if isinstance(view, AssistantMessage):
+            written = "".join(
+                block.text for block in view.data.message.content if isinstance(block, TextBlock)
+            )
             if written:
                 text = written
     return text

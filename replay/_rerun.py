@@ -27,10 +27,13 @@ from runtime.llm import TextBlock, UserBlock
 from runtime.session import (
     CountingIds,
     FixedClock,
+    RequestHeader,
+    SessionEndSeed,
     SessionInfo,
     SessionStore,
     SessionStoreProtocol,
     StoredEvent,
+    TurnEnd,
     write_jsonl,
 )
 
@@ -112,13 +115,16 @@ def _recorded(log_path: Path) -> _Recorded:
     resumes: set[int] = set()
     last_turn, header_seen, ended = 0, False, False
     for event, _ in log.events():
-        if event.type == "turn/end":
-            last_turn, ended = msgspec.json.decode(event.data)["turn"], True
-        elif event.type == "session/end-seed" and ended:
+        if event.type not in ("turn/end", "session/end-seed", "request/header"):
+            continue
+        view = event.view()  # decoded once, through the log's event table
+        if isinstance(view, TurnEnd):
+            last_turn, ended = view.data.turn, True
+        elif isinstance(view, SessionEndSeed) and ended:
             resumes.add(last_turn + 1)
-        elif event.type == "request/header" and not header_seen:
-            config = msgspec.json.decode(event.data).get("header", {}).get("config", {})
-            provider, model, header_seen = config.get("provider"), config.get("model"), True
+        elif isinstance(view, RequestHeader) and not header_seen:
+            config = view.data.header.config
+            provider, model, header_seen = config.provider, config.model, True
     turns = [(t.turn, tuple(block for m in t.inputs for block in m.content)) for t in recorded_turns(log)]
     return _Recorded(turns, provider, model, resumes)
 

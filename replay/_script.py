@@ -42,8 +42,26 @@ from runtime.llm import (
     TokenUsage,
     UsageChunk,
     UserMessage,
+    UserSource,
 )
-from runtime.session import StoredEvent
+from runtime.session import (
+    AssistantChunk,
+    AssistantChunkData,
+    BracketData,
+    CompactionEnd,
+    CompactionSummary,
+    CoreEvent,
+    OpaqueEvent,
+    RequestContext,
+    RequestHeader,
+    StepEnd,
+    StepStart,
+    StoredEvent,
+    SummaryData,
+    TurnEnd,
+    TurnStart,
+)
+from runtime.session import UserMessage as UserMessageEvent
 
 from ._errors import ScriptError, format_call
 from ._source import LogInfo, RecordedLog
@@ -148,67 +166,19 @@ class RecordedTurn:
     inputs: tuple[UserMessage, ...]
 
 
-class _ChunkData(msgspec.Struct, frozen=True):
-    """`assistant/chunk` data; `chunk` is runtime.llm's closed, strict `StreamChunk` union (what `decode_chunk`
-    decodes). Other data fields are allowed: the log keeps fields dsh does not model."""
-
-    turn: int
-    step: int
-    chunk: StreamChunk
-
-
-class _Summary(msgspec.Struct, frozen=True, rename="camel"):
-    llm_stream_call: bool = False
-    raw_output: tuple[AssistantBlock, ...] | None = None
-    usage: TokenUsage | None = None
-    failure: LlmFailure | None = None
-
-
-class _Turn(msgspec.Struct, frozen=True):
-    turn: int
-
-
-class _Step(msgspec.Struct, frozen=True):
-    turn: int
-    step: int
-
-
-class _Config(msgspec.Struct, frozen=True):
-    provider: str
-
-
-class _Epoch(msgspec.Struct, frozen=True):
-    config: _Config
-
-
-class _HeaderData(msgspec.Struct, frozen=True):
-    header: _Epoch
-
-
-class _ContextData(msgspec.Struct, frozen=True, rename="camel"):
-    provider: str
-    model: str
-    context_window: int | None = None
-
-
-class _SourceKind(msgspec.Struct, frozen=True):
-    kind: str
-
-
-class _MessageSource(msgspec.Struct, frozen=True):
-    source: _SourceKind | None = None
-
-
-_CHUNK = msgspec.json.Decoder(_ChunkData)
-_SUMMARY = msgspec.json.Decoder(_Summary)
 COMPACTION = "compaction"
 """The `CallKey.purpose` of plugins.compaction's summariser calls."""
-_TURN = msgspec.json.Decoder(_Turn)
-_STEP = msgspec.json.Decoder(_Step)
-_HEADER = msgspec.json.Decoder(_HeaderData)
-_CONTEXT = msgspec.json.Decoder(_ContextData)
-_MESSAGE_SOURCE = msgspec.json.Decoder(_MessageSource)
-_USER_MESSAGE = msgspec.json.Decoder(UserMessage)
+
+
+def _view(log: RecordedLog, event: StoredEvent, line: int | None) -> CoreEvent | OpaqueEvent:
+    """The event's typed value (decoded once, through the log's event table); bad data is a `ScriptError` naming
+    where it was recorded."""
+    try:
+        return event.view()
+    except msgspec.DecodeError as error:
+        raise ScriptError(
+            f"bad {event.type} (seq {event.seq}): {error}", place=log.place(event, line)
+        ) from None
 
 
 def _block_type(block: AssistantBlock) -> BlockType:
@@ -261,13 +231,7 @@ class _Deriver:
         self.group = None
         self.chunks = []
 
-    def chunk(self, event: StoredEvent, line: int | None) -> None:
-        try:
-            data = _CHUNK.decode(event.data)
-        except msgspec.DecodeError as error:
-            raise ScriptError(
-                f"bad assistant/chunk (seq {event.seq}): {error}", place=self.log.place(event, line)
-            ) from None
+    def chunk(self, data: AssistantChunkData, event: StoredEvent, line: int | None) -> None:
         key = (data.turn, data.step)
         if key != self.group:
             self.close()
@@ -277,15 +241,12 @@ class _Deriver:
         if isinstance(data.chunk, Finish):
             self.close()
 
-    def summary(self, event_data: str, place: str, seq: int, *, end: bool = False) -> None:
+    def summary(self, summary: SummaryData | BracketData, place: str, seq: int) -> None:
         """A `compaction/summary` (the call succeeded), or a `compaction/end` (only a failed call adds an entry)."""
         self.close()
-        name = "compaction/end" if end else "compaction/summary"
-        try:
-            summary = _SUMMARY.decode(event_data)
-        except msgspec.DecodeError as error:
-            raise ScriptError(f"bad {name} (seq {seq}): {error}", place=place) from None
-        if not summary.llm_stream_call or (end and summary.failure is None):
+        end = isinstance(summary, BracketData)
+        failure = summary.failure if isinstance(summary, BracketData) else None
+        if not summary.llm_stream_call or (end and failure is None):
             return  # no call through this context (a template or remote summariser), or a success seen already
         turn = self.open_turn if self.open_turn is not None else self.last_turn + 1
         if self.open_turn is None:
@@ -295,8 +256,8 @@ class _Deriver:
         number = self.compactions.get((turn, step), 0) + 1
         self.compactions[(turn, step)] = number
         call = CallKey(turn=turn, step=step, attempt=number, purpose=COMPACTION)
-        if summary.failure is not None:
-            chunks = compaction_chunks(summary.raw_output or (), summary.usage, failure=summary.failure)
+        if failure is not None:
+            chunks = compaction_chunks(summary.raw_output or (), summary.usage, failure=failure)
         elif summary.raw_output is None:
             raise ScriptError(
                 f"compaction/summary (seq {seq}) is marked llmStreamCall but has no rawOutput; the compaction "
@@ -308,24 +269,34 @@ class _Deriver:
             chunks = compaction_chunks(summary.raw_output, summary.usage)
         self.entries.append(ScriptEntry(call, "compaction", chunks, place))
 
-    def bound(self, kind: str, event_data: str, place: str, seq: int) -> None:
-        try:
-            if kind == "turn/start":
-                self.open_turn = _TURN.decode(event_data).turn
-                self.last_turn = max(self.last_turn, self.open_turn)
-                self.open_step, self.last_step = None, 0
-            elif kind == "turn/end":
-                self.last_turn = max(self.last_turn, _TURN.decode(event_data).turn)
-                self.open_turn, self.open_step = None, None
-            elif kind == "step/start":
-                self.open_step = self.last_step = _STEP.decode(event_data).step
-            else:
-                self.open_step = None
-        except msgspec.DecodeError as error:
-            raise ScriptError(f"bad {kind} data (seq {seq}): {error}", place=place) from None
+    def bound(self, view: TurnStart | TurnEnd | StepStart | StepEnd) -> None:
+        if isinstance(view, TurnStart):
+            self.open_turn = view.data.turn
+            self.last_turn = max(self.last_turn, self.open_turn)
+            self.open_step, self.last_step = None, 0
+        elif isinstance(view, TurnEnd):
+            self.last_turn = max(self.last_turn, view.data.turn)
+            self.open_turn, self.open_step = None, None
+        elif isinstance(view, StepStart):
+            self.open_step = self.last_step = view.data.step
+        else:
+            self.open_step = None
 
 
-_BOUNDS = frozenset({"turn/start", "turn/end", "step/start", "step/end"})
+_READ = frozenset(
+    {
+        "assistant/chunk",
+        "turn/start",
+        "turn/end",
+        "step/start",
+        "step/end",
+        "request/header",
+        "request/context",
+        "compaction/summary",
+        "compaction/end",
+    }
+)
+"""The types the walk reads; every other event is skipped without being decoded."""
 
 
 def derive_entries(log: RecordedLog) -> tuple[tuple[ScriptEntry, ...], tuple[str, ...]]:
@@ -339,31 +310,21 @@ def _derive(log: RecordedLog) -> _Deriver:
     walk = _Deriver(log)
     seed = log.info.seed_length
     for event, line in log.events():
-        kind = event.type
-        if kind == "assistant/chunk":
+        if event.type not in _READ:
+            continue
+        view = _view(log, event, line)
+        if isinstance(view, AssistantChunk):
             if event.seq >= seed:
-                walk.chunk(event, line)
-        elif kind in _BOUNDS:
-            walk.bound(kind, event.data, log.place(event, line), event.seq)
-        elif kind == "request/header":
-            try:
-                walk.providers[_HEADER.decode(event.data).header.config.provider] = None
-            except msgspec.DecodeError as error:
-                raise ScriptError(
-                    f"bad request/header (seq {event.seq}): {error}", place=log.place(event, line)
-                ) from None
-        elif kind == "request/context":
-            try:
-                context = _CONTEXT.decode(event.data)
-            except msgspec.DecodeError as error:
-                raise ScriptError(
-                    f"bad request/context (seq {event.seq}): {error}", place=log.place(event, line)
-                ) from None
+                walk.chunk(view.data, event, line)
+        elif isinstance(view, TurnStart | TurnEnd | StepStart | StepEnd):
+            walk.bound(view)
+        elif isinstance(view, RequestHeader):
+            walk.providers[view.data.header.config.provider] = None
+        elif isinstance(view, RequestContext):
+            context = view.data
             walk.windows[(context.provider, context.model)] = context.context_window
-        elif kind == "compaction/summary" and event.seq >= seed:
-            walk.summary(event.data, log.place(event, line), event.seq)
-        elif kind == "compaction/end" and event.seq >= seed:
-            walk.summary(event.data, log.place(event, line), event.seq, end=True)
+        elif isinstance(view, CompactionSummary | CompactionEnd) and event.seq >= seed:
+            walk.summary(view.data, log.place(event, line), event.seq)
     walk.close()
     return walk
 
@@ -404,25 +365,17 @@ def recorded_turns(log: RecordedLog) -> tuple[RecordedTurn, ...]:
     for event, line in _after_seed(log, seed):
         if event.type == "turn/start":
             flush()
-            try:
-                current = _TURN.decode(event.data).turn
-            except msgspec.DecodeError as error:
-                raise ScriptError(
-                    f"bad turn/start data (seq {event.seq}): {error}", place=log.place(event, line)
-                ) from None
+            started = _view(log, event, line)
+            assert isinstance(started, TurnStart), "the event table decodes turn/start as TurnStart"
+            current = started.data.turn
             inputs = [*pending]
             pending = []
         elif event.type == "user/message" and event.surface_op == "append":
-            try:
-                source = _MESSAGE_SOURCE.decode(event.data).source
-                if source is None or source.kind != "user":
-                    continue
-                message = _USER_MESSAGE.decode(event.data)
-            except msgspec.DecodeError as error:
-                raise ScriptError(
-                    f"bad user/message (seq {event.seq}): {error}", place=log.place(event, line)
-                ) from None
-            (inputs if current is not None else pending).append(message)
+            said = _view(log, event, line)
+            assert isinstance(said, UserMessageEvent), "the event table decodes user/message as UserMessage"
+            if not isinstance(said.data.source, UserSource):
+                continue
+            (inputs if current is not None else pending).append(said.data)
         elif event.type == "turn/end":
             flush()
             current, inputs = None, []

@@ -8,42 +8,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 
-import msgspec
-
-from runtime.session import StoredEvent
+from runtime.session import StepStart, StoredEvent, ToolCall, TurnEnd, TurnStart
 
 from ._placeholders import CWD_PLACEHOLDER
 
 __all__ = ["first_divergence", "skeleton"]
-
-
-class _Turn(msgspec.Struct):
-    turn: int
-
-
-class _Step(msgspec.Struct):
-    turn: int
-    step: int
-
-
-class _Call(msgspec.Struct):
-    name: str
-    arguments: str
-
-
-class _Reason(msgspec.Struct):
-    kind: str
-
-
-class _TurnEnd(msgspec.Struct):
-    turn: int
-    reason: _Reason
-
-
-_TURN = msgspec.json.Decoder(_Turn)
-_STEP = msgspec.json.Decoder(_Step)
-_CALL = msgspec.json.Decoder(_Call)
-_TURN_END = msgspec.json.Decoder(_TurnEnd)
 
 
 def _arguments(raw: str, cwd: str | None) -> str:
@@ -54,6 +23,9 @@ def _arguments(raw: str, cwd: str | None) -> str:
         return text  # not JSON: compared as written (the tool itself reports the bad arguments)
 
 
+_SKELETON = frozenset({"turn/start", "step/start", "tool/call", "turn/end"})
+
+
 def skeleton(events: Iterable[StoredEvent], *, seed: int = 0, cwd: str | None = None) -> list[str]:
     """One line per boundary, call and ending of the events at seq >= `seed`. `cwd`, when given, is written back as
     `{{cwd}}` in tool arguments, so a re-run in another workspace compares equal to its recording."""
@@ -61,18 +33,17 @@ def skeleton(events: Iterable[StoredEvent], *, seed: int = 0, cwd: str | None = 
     for event in events:
         if event.seq < seed:
             continue
-        kind = event.type
-        if kind == "turn/start":
-            lines.append(f"turn {_TURN.decode(event.data).turn}")
-        elif kind == "step/start":
-            step = _STEP.decode(event.data)
-            lines.append(f"  step {step.turn}.{step.step}")
-        elif kind == "tool/call":
-            call = _CALL.decode(event.data)
-            lines.append(f"    call {call.name} {_arguments(call.arguments, cwd)}")
-        elif kind == "turn/end":
-            end = _TURN_END.decode(event.data)
-            lines.append(f"turn {end.turn} ended {end.reason.kind}")
+        if event.type not in _SKELETON:
+            continue
+        view = event.view()  # decoded once, through the log's event table
+        if isinstance(view, TurnStart):
+            lines.append(f"turn {view.data.turn}")
+        elif isinstance(view, StepStart):
+            lines.append(f"  step {view.data.turn}.{view.data.step}")
+        elif isinstance(view, ToolCall):
+            lines.append(f"    call {view.data.name} {_arguments(view.data.arguments, cwd)}")
+        elif isinstance(view, TurnEnd):
+            lines.append(f"turn {view.data.turn} ended {view.data.reason.kind}")
     return lines
 
 

@@ -16,10 +16,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, NoReturn
 
-import msgspec
-
 from runtime.kernel import Context
+from runtime.llm import TextBlock, ToolResultBlock
+from runtime.session import ToolCall as ToolCallEvent
 from runtime.session import ToolCallData, ToolResultData
+from runtime.session import ToolResult as ToolResultEvent
 from runtime.tools import EXECUTOR, Tool, ToolCall, ToolContext, ToolResult
 from runtime.tools.definition import Execute
 
@@ -31,9 +32,6 @@ from ._source import RecordedLog
 __all__ = ["ToolMode", "RecordedTools", "serve_recorded_tools"]
 
 ToolMode = Literal["live", "recorded"]
-
-_CALL = msgspec.json.Decoder(ToolCallData)
-_RESULT = msgspec.json.Decoder(ToolResultData)
 
 
 @dataclass
@@ -49,13 +47,14 @@ def _tape(log: RecordedLog) -> _Tape:
     for event, _ in log.events():
         if event.seq < log.info.seed_length:  # inherited by a fork: its calls are not re-run in this session
             continue
-        if event.type == "tool/call":
-            call = _CALL.decode(event.data)
+        view = event.view()
+        if isinstance(view, ToolCallEvent):
+            call = view.data
             tape.calls.setdefault((call.turn, call.step), []).append(call)
-        elif event.type == "tool/result":
-            result = _RESULT.decode(event.data)
+        elif isinstance(view, ToolResultEvent):
+            result = view.data
             for block in result.message.content:
-                if block.type == "tool-result" and block.tool_call_id is not None:
+                if isinstance(block, ToolResultBlock):
                     tape.results[(result.turn, result.step, block.tool_call_id)] = result
     return tape
 
@@ -186,11 +185,15 @@ class RecordedTools:
         session: str,
         asked: str,
     ) -> ToolResult:
-        block = next(b for b in result.message.content if b.tool_call_id == call_id)
-        parts = block.content or ()
-        if len(parts) != 1 or parts[0].type != "text" or parts[0].text is None:
+        block = next(
+            b for b in result.message.content if isinstance(b, ToolResultBlock) and b.tool_call_id == call_id
+        )
+        parts = block.content
+        text = parts[0].text if len(parts) == 1 and isinstance(parts[0], TextBlock) else None
+        if text is None:
+            kinds = [type(p).__name__ for p in parts]
             self._mismatch(
-                f"at {place} the recorded result in {log} is not one text block ({[p.type for p in parts]}), "
+                f"at {place} the recorded result in {log} is not one text block ({kinds}), "
                 "which is all a tool returns",
                 session=session,
                 log=log,
@@ -199,8 +202,8 @@ class RecordedTools:
             )
         meta = _with_cwd(result.meta, cwd)
         return ToolResult(
-            parts[0].text.replace(CWD_PLACEHOLDER, cwd),
-            is_error=bool(block.is_error),
+            text.replace(CWD_PLACEHOLDER, cwd),
+            is_error=block.is_error,
             code=None if result.error is None else result.error.code,
             meta=meta if isinstance(meta, dict) else {},
         )
@@ -212,10 +215,9 @@ class RecordedTools:
         assert context.log is not None
         info = context.log.info
         ids = []
-        for event in context.log.store.events(info.id):
-            if event.seq < (info.seed_length or 0) or event.type != "tool/call":
-                continue
-            data = _CALL.decode(event.data)
+        for event in context.log.store.events(info.id, start=info.seed_length or 0, types=("tool/call",)):
+            data = event.view().data
+            assert isinstance(data, ToolCallData)
             if data.turn == context.turn and data.step == context.step:
                 ids.append(data.call_id)
         return ids.index(context.call_id)

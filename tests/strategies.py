@@ -58,15 +58,17 @@ plugin_specs = st.builds(
 
 # ---------------------------------------------------------------- session log (runtime.session)
 
+from runtime.llm import AssistantMessage as ModelReply  # noqa: E402  # the session strategies below need it
+from runtime.llm import MessageId, ModelSource, ToolResultBlock, ToolSource  # noqa: E402
+from runtime.llm import TextBlock as LlmTextBlock  # noqa: E402  # beside the session strategies that use it
+from runtime.llm import TextDelta as LlmTextDelta  # noqa: E402  # beside the session strategies that use it
+from runtime.llm import UserMessage as UserTurnMessage  # noqa: E402  # beside the session strategies that use it
 from runtime.session import (  # noqa: E402  # the session strategies below need the wire types
     AssistantChunk,
     AssistantChunkData,
     AssistantMessage,
     AssistantMessageData,
-    Block,
     Event,
-    Message,
-    MessageSource,
     StepData,
     StepEnd,
     StepStart,
@@ -80,9 +82,6 @@ from runtime.session import (  # noqa: E402  # the session strategies below need
     TurnStart,
     TurnStartData,
     UserMessage,
-)
-from runtime.session import (  # noqa: E402  # beside the session strategies that use it
-    TextDelta as SessionTextDelta,
 )
 
 
@@ -103,34 +102,27 @@ def turn_events(turn: int, first_seq: int, spec: TurnSpec) -> list[Event]:
         TurnStart(data=TurnStartData(turn=turn)),
         StepStart(data=StepData(turn=turn, step=1)),
         UserMessage(
-            data=Message(
-                id=f"u{turn}",
-                role="user",
-                source=MessageSource(kind="user"),
-                content=(Block(type="text", text=spec.prompt),),
-            ),
+            data=UserTurnMessage(id=MessageId(f"u{turn}"), content=(LlmTextBlock(spec.prompt),)),
             surface_op="append",
         ),
     ]
     chunk_start = first_seq + len(events)
     events += [
-        AssistantChunk(data=AssistantChunkData(turn=turn, step=1, chunk=SessionTextDelta(index=0, text=text)))
+        AssistantChunk(data=AssistantChunkData(turn=turn, step=1, chunk=LlmTextDelta(index=0, text=text)))
         for text in spec.chunks
     ]
     calls = tuple(
-        Block(type="tool-call", id=f"call-{turn}-{i}", name=name, arguments="{}")
-        for i, (name, _) in enumerate(spec.tools)
+        ToolCallBlock(CallId(f"call-{turn}-{i}"), name, "{}") for i, (name, _) in enumerate(spec.tools)
     )
     events.append(
         AssistantMessage(
             data=AssistantMessageData(
                 turn=turn,
                 step=1,
-                message=Message(
-                    id=f"a{turn}",
-                    role="assistant",
-                    source=MessageSource(kind="model", provider="p", model="m"),
-                    content=(Block(type="text", text="".join(spec.chunks)), *calls),
+                message=ModelReply(
+                    id=MessageId(f"a{turn}"),
+                    source=ModelSource(provider="p", model="m"),
+                    content=(LlmTextBlock("".join(spec.chunks)), *calls),
                 ),
             ),
             surface_op="append",
@@ -140,11 +132,7 @@ def turn_events(turn: int, first_seq: int, spec: TurnSpec) -> list[Event]:
     for block, (_, result) in zip(calls, spec.tools, strict=True):
         call_seq = first_seq + len(events)
         events.append(
-            ToolCall(
-                data=ToolCallData(
-                    turn=turn, step=1, call_id=block.id or "", name=block.name or "", arguments="{}"
-                )
-            )
+            ToolCall(data=ToolCallData(turn=turn, step=1, call_id=block.id, name=block.name, arguments="{}"))
         )
         if result is not None:
             events.append(
@@ -152,17 +140,11 @@ def turn_events(turn: int, first_seq: int, spec: TurnSpec) -> list[Event]:
                     data=ToolResultData(
                         turn=turn,
                         step=1,
-                        message=Message(
-                            id=f"r-{block.id}",
-                            role="user",
-                            source=MessageSource(kind="tool", call_id=block.id),
+                        message=UserTurnMessage(
+                            id=MessageId(f"r-{block.id}"),
+                            source=ToolSource(block.id),
                             content=(
-                                Block(
-                                    type="tool-result",
-                                    tool_call_id=block.id,
-                                    is_error=False,
-                                    content=(Block(type="text", text=result),),
-                                ),
+                                ToolResultBlock(tool_call_id=block.id, content=(LlmTextBlock(result),)),
                             ),
                         ),
                     ),
@@ -348,3 +330,33 @@ def agent_turns(draw: st.DrawFn) -> list[list[AgentStep]]:
         )
         turns.append([*steps, ("text", 0)])
     return turns
+
+
+# ---------------------------------------------------------------- fields dsh does not model
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**53), 2**53)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=8,
+)
+"""Any JSON value (numbers in the range every JSON reader keeps exactly)."""
+
+extra_keys = st.text(max_size=6).map(lambda name: f"x_{name}")
+"""Keys no wire struct models (every modelled field is camelCase, without an underscore)."""
+
+
+@st.composite
+def with_extra_fields(draw: st.DrawFn, value: object) -> object:
+    """`value` (decoded JSON) with extra keys added to some of its objects, at any depth."""
+    if isinstance(value, list):
+        return [draw(with_extra_fields(item)) for item in value]
+    if not isinstance(value, dict):
+        return value
+    out = {key: draw(with_extra_fields(item)) for key, item in value.items()}
+    for key, extra in draw(st.dictionaries(extra_keys, json_values, max_size=2)).items():
+        out.setdefault(key, extra)
+    return out

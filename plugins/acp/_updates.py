@@ -33,14 +33,20 @@ from acp.schema import (
     UserMessageChunk,
 )
 
+from runtime.llm import (
+    Message,
+    ReasoningBlock,
+    ReasoningDelta,
+    TextBlock,
+    TextDelta,
+    ToolResultBlock,
+    UserSource,
+)
 from runtime.session import (
     AssistantChunkData,
     AssistantMessageData,
-    Message,
-    ReasoningDelta,
     SessionTitleData,
     StoredEvent,
-    TextDelta,
     TodoWriteData,
     ToolCallData,
     ToolResultData,
@@ -110,16 +116,15 @@ def _arguments(text: str) -> dict[str, Any]:
     return parsed if isinstance(parsed, dict) else {}
 
 
-def _texts(message: Message, kind: str) -> list[str]:
-    return [block.text for block in message.content if block.type == kind and block.text]
+def _texts(message: Message) -> list[str]:
+    return [block.text for block in message.content if isinstance(block, TextBlock) and block.text]
 
 
 def _result_text(result: ToolResultData) -> str:
     parts: list[str] = []
     for block in result.message.content:
-        for inner in block.content or ():
-            if inner.text:
-                parts.append(inner.text)
+        if isinstance(block, ToolResultBlock):
+            parts.extend(inner.text for inner in block.content if isinstance(inner, TextBlock) and inner.text)
     return "".join(parts)
 
 
@@ -162,17 +167,16 @@ class SessionUpdates:
     def _assistant(self, data: AssistantMessageData) -> list[SessionUpdate]:
         out: list[SessionUpdate] = []
         for block in data.message.content:
-            if block.type == "reasoning" and block.text:
+            if isinstance(block, ReasoningBlock) and block.text:
                 out.append(update_agent_thought_text(block.text))
-            elif block.type == "text" and block.text:
+            elif isinstance(block, TextBlock) and block.text:
                 out.append(update_agent_message_text(block.text))
         return out
 
     def _user(self, message: Message) -> list[SessionUpdate]:
-        source = message.source
-        if source is not None and source.kind != "user":
+        if not isinstance(message.source, UserSource):
             return []  # the runtime-context snapshot and other plugin messages are not the user's words
-        return [update_user_message_text(text) for text in _texts(message, "text")]
+        return [update_user_message_text(text) for text in _texts(message)]
 
     def _call(self, call: ToolCallData) -> ToolCallStart:
         arguments = _arguments(call.arguments)
@@ -191,9 +195,10 @@ class SessionUpdates:
         )
 
     def _result(self, result: ToolResultData) -> ToolCallProgress:
-        block = result.message.content[0] if result.message.content else None
-        call_id = block.tool_call_id if block is not None and block.tool_call_id else ""
-        failed = result.error is not None or (block is not None and bool(block.is_error))
+        first = result.message.content[0] if result.message.content else None
+        block = first if isinstance(first, ToolResultBlock) else None
+        call_id = block.tool_call_id if block is not None else ""
+        failed = result.error is not None or (block is not None and block.is_error)
         text = _result_text(result)
         return update_tool_call(
             call_id,

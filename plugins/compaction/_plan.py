@@ -18,7 +18,6 @@ from runtime.llm import (
     ToolCallBlock,
     ToolResultBlock,
     ToolSource,
-    UserMessage,
 )
 
 from ._meter import TokenMeter
@@ -32,15 +31,11 @@ __all__ = [
     "pruned_data",
     "pruned_placeholder",
     "retained_cut",
-    "snapshot_text",
     "transcript",
 ]
 
 CHECKPOINT_PLUGIN = "compact"
 """`source.plugin` of a checkpoint message (the original's id, kept for its logs)."""
-
-_SNAPSHOT_FORM = "snapshot"
-_MESSAGE: msgspec.json.Decoder[Message] = msgspec.json.Decoder(Message)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,8 +53,7 @@ class Node:
     answers: tuple[str, ...]
 
     @classmethod
-    def of(cls, seq: int, type: str, data: str, message_json: str, meter: TokenMeter) -> Node:
-        message = _MESSAGE.decode(message_json)
+    def of(cls, seq: int, type: str, data: str, message: Message, meter: TokenMeter) -> Node:
         visible = not (isinstance(message, AssistantMessage) and not message.content)
         calls = tuple(b.id for b in message.content if isinstance(b, ToolCallBlock))
         answers = tuple(b.tool_call_id for b in message.content if isinstance(b, ToolResultBlock))
@@ -127,19 +121,6 @@ def is_checkpoint(node: Node) -> bool:
     """A checkpoint: the message a summary compaction put in place of older history."""
     source = node.message.source
     return isinstance(source, PluginSource) and source.plugin == CHECKPOINT_PLUGIN
-
-
-def snapshot_text(nodes: Sequence[Node]) -> str | None:
-    """The newest runtime-context snapshot on the surface (what the loop compares a new snapshot with)."""
-    for node in reversed(nodes):
-        message = node.message
-        if (
-            isinstance(message, UserMessage)
-            and isinstance(message.source, PluginSource)
-            and message.source.form == _SNAPSHOT_FORM
-        ):
-            return "".join(b.text for b in message.content if isinstance(b, TextBlock))
-    return None
 
 
 # ---------------------------------------------------------------- the summariser's transcript

@@ -37,6 +37,7 @@ from runtime.llm import (
     FinishError,
     LlmFailure,
     LlmRequest,
+    Message,
     MessageId,
     PluginSource,
     TextBlock,
@@ -44,7 +45,27 @@ from runtime.llm import (
     ToolSpec,
     UserMessage,
 )
-from runtime.session import PROJECTED_TYPES, Replace, project
+from runtime.session import (
+    PROJECTED_TYPES,
+    AssistantMessageData,
+    BracketData,
+    CompactionEnd,
+    CompactionPrune,
+    CompactionStart,
+    CompactionSummary,
+    EpochHeader,
+    PruneData,
+    Replace,
+    ShadowedRange,
+    SummaryData,
+    SurfaceNode,
+    ToolResultData,
+    decode_data,
+    encode_data,
+    project,
+)
+from runtime.session import ToolResult as ToolResultEvent
+from runtime.session import UserMessage as CheckpointEvent
 
 from ._config import Config
 from ._meter import Calibration, TokenMeter
@@ -56,20 +77,7 @@ from ._plan import (
     pruned_data,
     pruned_placeholder,
     retained_cut,
-    snapshot_text,
     transcript,
-)
-from ._records import (
-    BracketData,
-    CheckpointRecord,
-    EndRecord,
-    PruneData,
-    PrunedResultRecord,
-    PruneRecord,
-    Span,
-    StartRecord,
-    SummaryData,
-    SummaryRecord,
 )
 
 __all__ = [
@@ -101,11 +109,7 @@ SUMMARY_TOO_LONG = "SUMMARY_TOO_LONG"
 """`compaction/end` failure code: the checkpoint would not be smaller than the history it replaces."""
 
 
-class _UsageOnly(msgspec.Struct):
-    usage: TokenUsage | None = None
-
-
-_USAGE = msgspec.json.Decoder(_UsageOnly)
+_RESULT_DATA = msgspec.json.Decoder(ToolResultData)
 
 
 @dataclass(frozen=True)
@@ -172,7 +176,7 @@ class Compaction:
         out: list[Node] = []
         for surface in agent.log.state.surface.nodes:
             node = cache.get(surface.seq) or Node.of(
-                surface.seq, surface.type, surface.data, surface.message, self.meter
+                surface.seq, surface.type, surface.data, surface.typed or _message(surface), self.meter
             )
             state.nodes[surface.seq] = node
             out.append(node)
@@ -230,7 +234,7 @@ class Compaction:
             return ()
         compaction_id = agent.log.ids.new_id("compaction")
         record = await agent.append(
-            PruneRecord(
+            CompactionPrune(
                 data=PruneData(
                     compaction_id=compaction_id,
                     turn=turn,
@@ -241,12 +245,17 @@ class Compaction:
         )
         for node in candidates:
             placeholder = pruned_placeholder(self.meter.content(node.message))
+            written = pruned_data(node, placeholder)
+            # the recorded event's data as written, content replaced: fields dsh does not model are kept
+            text = encode_data(written) if "message" in written else None
+            data = _RESULT_DATA.decode(text) if text is not None else msgspec.convert(written, ToolResultData)
             await agent.append(
-                PrunedResultRecord(
-                    data=pruned_data(node, placeholder),
+                ToolResultEvent(
+                    data=data,
                     surface_op=Replace(start=node.seq, end=node.seq),
                     source_event_seqs=(record.seq, node.seq),
-                )
+                ),
+                written=text,
             )
         return tuple(node.seq for node in candidates)
 
@@ -270,7 +279,7 @@ class Compaction:
             return None, (), None
         ids = agent.log.ids
         compaction_id = ids.new_id("compaction")
-        start = await agent.append(StartRecord(data=BracketData(compaction_id=compaction_id, turn=turn)))
+        start = await agent.append(CompactionStart(data=BracketData(compaction_id=compaction_id, turn=turn)))
         try:
             answer = await self._call(agent, state, turn, step, shadowed, provider, model, max_tokens)
         except BaseException as error:  # the bracket is closed whatever happens; the error goes on
@@ -280,7 +289,7 @@ class Compaction:
                 broken = LlmFailure(message=f"{type(error).__name__}: {error}", code=FailureCode.UNKNOWN)
             with anyio.CancelScope(shield=True):
                 await agent.append(
-                    EndRecord(data=BracketData(compaction_id=compaction_id, turn=turn, failure=broken))
+                    CompactionEnd(data=BracketData(compaction_id=compaction_id, turn=turn, failure=broken))
                 )
             raise
         summary = tuple(b for b in answer.blocks if isinstance(b, TextBlock) and b.text.strip())
@@ -297,7 +306,7 @@ class Compaction:
         if failure is not None:
             completed = answer.failure is None
             await agent.append(
-                EndRecord(
+                CompactionEnd(
                     data=BracketData(
                         compaction_id=compaction_id,
                         turn=turn,
@@ -312,13 +321,13 @@ class Compaction:
             return compaction_id, (), failure
         seqs = tuple(node.seq for node in shadowed)
         record = await agent.append(
-            SummaryRecord(
+            CompactionSummary(
                 data=SummaryData(
                     compaction_id=compaction_id,
                     summary=summary,
                     raw_output=answer.blocks,
                     llm_stream_call=True,
-                    shadowed_range=Span(start=seqs[0], end=seqs[-1]),
+                    shadowed_range=ShadowedRange(start=seqs[0], end=seqs[-1]),
                     shadowed_seqs=seqs,
                     shadowed_token_count=shadowed_tokens,
                     provider=provider,
@@ -329,17 +338,15 @@ class Compaction:
             )
         )
         await agent.append(
-            CheckpointRecord(
+            CheckpointEvent(
                 data=checkpoint,
                 surface_op=Replace(start=seqs[0], end=seqs[-1]),
                 source_event_seqs=(start.seq, record.seq, *seqs),
             )
         )
-        await agent.append(EndRecord(data=BracketData(compaction_id=compaction_id, turn=turn)))
-        if snapshot_text(shadowed) is not None:
-            # the loop sends the runtime context again when the snapshot it last sent left the surface, as it
-            # would for an agent resumed from this log
-            agent.snapshot = snapshot_text(self.nodes(agent))
+        # a snapshot the checkpoint shadowed has left the surface: the loop, reading the log's state, sends the
+        # runtime context again, as it would for an agent resumed from this log
+        await agent.append(CompactionEnd(data=BracketData(compaction_id=compaction_id, turn=turn)))
         return compaction_id, seqs, None
 
     @staticmethod
@@ -455,7 +462,8 @@ class Compaction:
         stored = event.event
         if stored.type != "assistant/message" or not self.config.calibrate:
             return
-        usage = _USAGE.decode(stored.data).usage
+        data = stored.view().data  # the appended event keeps its typed value: no decode
+        usage = data.usage if isinstance(data, AssistantMessageData) else None
         agent = event.agent
         nodes = self.nodes(agent)
         if usage is None or not nodes or nodes[-1].seq != stored.seq:
@@ -479,33 +487,28 @@ class Compaction:
         store = agent.log.store
         last: tuple[int, TokenUsage] | None = None
         for event in store.events(agent.id, types=("assistant/message",)):
-            usage = _USAGE.decode(event.data).usage
+            data = event.view().data
+            usage = data.usage if isinstance(data, AssistantMessageData) else None
             if usage is not None:
                 last = (event.seq, usage)
         if last is None:
             return None
         seq, usage = last
         projection = project(store.events(agent.id, stop=seq, types=PROJECTED_TYPES))
-        nodes = [Node.of(m.seq, m.type, m.data, m.json, self.meter) for m in projection.messages]
-        header = None if projection.header is None else msgspec.to_builtins(projection.header)
-        return Calibration(_sent(usage), self._header_estimate(header, nodes))
+        nodes = [Node.of(m.seq, m.type, m.data, m.view(), self.meter) for m in projection.messages]
+        return Calibration(_sent(usage), self._header_estimate(projection.header, nodes))
 
-    def _header_estimate(self, header: Any, nodes: Sequence[Node]) -> int:
+    def _header_estimate(self, header: EpochHeader | None, nodes: Sequence[Node]) -> int:
         system, tools = _header_parts(header)
         return self.meter.text(system) + self.meter.tools(tools) + sum(node.tokens for node in nodes)
 
     @staticmethod
     def _route(agent: Agent) -> tuple[str | None, str | None]:
         """The provider and model the agent's calls go to: its options, else its last request header's."""
-        header = agent.header if isinstance(agent.header, dict) else {}
-        config = header.get("config")
-        config = config if isinstance(config, dict) else {}
-        provider = agent.options.provider or config.get("provider")
-        model = agent.options.model or config.get("model")
-        return (
-            provider if isinstance(provider, str) else None,
-            model if isinstance(model, str) else None,
-        )
+        header = agent.header
+        provider = agent.options.provider or (header.config.provider if header is not None else None)
+        model = agent.options.model or (header.config.model if header is not None else None)
+        return provider, model
 
 
 def _logged_window(agent: Agent | None, model: str | None) -> int | None:
@@ -517,15 +520,19 @@ def _logged_window(agent: Agent | None, model: str | None) -> int | None:
     return context.context_window
 
 
-def _header_parts(header: Any) -> tuple[str, list[Mapping[str, Any]]]:
-    """The system prompt and tool schemas of a `request/header` snapshot (absent when empty)."""
-    header = header if isinstance(header, dict) else {}
-    system = header.get("system")
-    tools = header.get("tools")
-    return (
-        system if isinstance(system, str) else "",
-        [tool for tool in tools if isinstance(tool, dict)] if isinstance(tools, list | tuple) else [],
-    )
+def _header_parts(header: EpochHeader | None) -> tuple[str, tuple[ToolSpec, ...]]:
+    """The system prompt and tool schemas of a `request/header` snapshot (absent when empty; a fixture's
+    `{{tools}}` token stands for schemas this log does not hold)."""
+    if header is None:
+        return "", ()
+    return header.system or "", header.tools if isinstance(header.tools, tuple) else ()
+
+
+def _message(node: SurfaceNode) -> Message:
+    """The typed message of a surface node the log's state holds only as written (decoded through the table)."""
+    data = decode_data(node.type, node.data, node.seq)
+    message: Message = data.message if isinstance(data, AssistantMessageData | ToolResultData) else data
+    return message
 
 
 def _sent(usage: TokenUsage) -> int:

@@ -111,7 +111,9 @@ def _text_of(blocks: tuple[TextBlock | ImageBlock, ...]) -> str:
             parts.append(block.text)
         else:
             # Chat completions takes images only in user messages; a tool's image is named, not sent.
-            parts.append(f"[image {block.mime_type} omitted: images are sent only in user messages]")
+            parts.append(
+                f"[image {block.mime_type or '(attachment)'} omitted: images are sent only in user messages]"
+            )
     return "\n".join(parts)
 
 
@@ -144,6 +146,15 @@ def _user_messages(message: UserMessage) -> list[dict[str, Any]]:
         pending.clear()
 
     for block in message.content:
+        if isinstance(block, ImageBlock) and (block.data is None or block.mime_type is None):
+            raise LlmCallError(
+                LlmFailure(
+                    message=f"message {message.id} holds an image stored as an attachment reference "
+                    f"({(block.attachment or {}).get('attachmentId', 'no id')}), not its bytes; only an inline "
+                    "image (data and mimeType) can be sent",
+                    code=FailureCode.UNSUPPORTED_CONTENT,
+                )
+            )
         if isinstance(block, ToolResultBlock):
             flush()
             out.append(

@@ -1,9 +1,5 @@
 """The retry policy on `agent/request-error`."""
 
-from .plugin import RetryData as RetryData
-from .plugin import RetryRecord as RetryRecord
-from .plugin import RetryStartedData as RetryStartedData
-from .plugin import RetryStartedRecord as RetryStartedRecord
 from .plugin import plugin as plugin
 from .policy import DEFAULT_CODES as DEFAULT_CODES
 from .policy import RetryConfig as RetryConfig
@@ -13,10 +9,6 @@ from .policy import policy_key as policy_key
 __all__ = [
     "DEFAULT_CODES",
     "RetryConfig",
-    "RetryData",
-    "RetryRecord",
-    "RetryStartedData",
-    "RetryStartedRecord",
     "delay_ms",
     "plugin",
     "policy_key",

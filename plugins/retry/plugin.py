@@ -6,48 +6,14 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 import anyio
-import msgspec
 
 from runtime.agent import REQUEST_ERROR, ErrorDecision, RequestFailure, Retry
 from runtime.kernel import Context, Plugin
-from runtime.llm import LlmFailure
-from runtime.session import Event
+from runtime.session import LlmRetry, LlmRetryData, LlmRetryStarted, LlmRetryStartedData
 
 from .policy import RetryConfig, delay_ms, policy_key
 
-__all__ = ["RetryData", "RetryRecord", "RetryStartedData", "RetryStartedRecord", "plugin"]
-
-
-class RetryData(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
-    """`llm/retry`: retry number `retry` of (`turn`, `step`) was decided, after waiting `delay_ms`."""
-
-    retry_id: str
-    turn: int
-    step: int
-    provider: str
-    mode: str
-    policy_key: str
-    retry: int
-    max_retries: int
-    delay_ms: int
-    failure: LlmFailure
-
-
-class RetryRecord(Event, tag="llm/retry", frozen=True, kw_only=True):
-    data: RetryData
-
-
-class RetryStartedData(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
-    """`llm/retry-started`: the wait of retry `retry_id` is over; its attempt starts now."""
-
-    retry_id: str
-    turn: int
-    step: int
-    retry: int
-
-
-class RetryStartedRecord(Event, tag="llm/retry-started", frozen=True, kw_only=True):
-    data: RetryStartedData
+__all__ = ["plugin"]
 
 
 def _apply(ctx: Context, config: RetryConfig) -> None:
@@ -66,8 +32,8 @@ def _apply(ctx: Context, config: RetryConfig) -> None:
         wait = delay_ms(config, retry, failed.failure, f"{agent.id}/{failed.turn}/{failed.step}/{retry}")
         retry_id = agent.log.ids.new_id("retry")
         await agent.append(
-            RetryRecord(
-                data=RetryData(
+            LlmRetry(
+                data=LlmRetryData(
                     retry_id=retry_id,
                     turn=failed.turn,
                     step=failed.step,
@@ -84,8 +50,8 @@ def _apply(ctx: Context, config: RetryConfig) -> None:
         await agent.log.flush()
         await anyio.sleep(wait / 1000)
         await agent.append(
-            RetryStartedRecord(
-                data=RetryStartedData(retry_id=retry_id, turn=failed.turn, step=failed.step, retry=retry)
+            LlmRetryStarted(
+                data=LlmRetryStartedData(retry_id=retry_id, turn=failed.turn, step=failed.step, retry=retry)
             )
         )
         return Retry()

@@ -2,7 +2,6 @@
 
 from ._agent import Agent as Agent
 from ._agent import AgentOptions as AgentOptions
-from ._agent import TurnOutcome as TurnOutcome
 from ._events import ERROR as ERROR
 from ._events import EVENT as EVENT
 from ._events import PRE_STEP as PRE_STEP
@@ -24,7 +23,9 @@ from ._loop import ABORTED as ABORTED
 from ._loop import NoModelError as NoModelError
 from ._loop import TurnLimitError as TurnLimitError
 from ._loop import assemble_context_for as assemble_context_for
-from ._records import AbortKind as AbortKind
+from ._outcome import AbortKind as AbortKind
+from ._outcome import OutcomeKind as OutcomeKind
+from ._outcome import TurnOutcome as TurnOutcome
 from ._registry import AGENTS as AGENTS
 from ._registry import AgentRegistry as AgentRegistry
 from ._registry import last_turn_end as last_turn_end
@@ -48,6 +49,7 @@ __all__ = [
     "ErrorDecision",
     "Fail",
     "NoModelError",
+    "OutcomeKind",
     "PreStep",
     "Proceed",
     "RequestConfig",

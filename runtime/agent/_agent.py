@@ -7,73 +7,51 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
-import msgspec
 
 from runtime.kernel import Context
-from runtime.llm import AssistantMessage, CallConfig, LlmFailure, Message, TextBlock, UserBlock
-from runtime.session import Event, RequestContext, SessionInfo, SessionLog, StoredEvent, project
+from runtime.llm import AssistantMessage, CallConfig, Message, TextBlock, UserBlock
+from runtime.session import (
+    AbortKind,
+    EpochHeader,
+    Event,
+    RequestContextData,
+    SessionInfo,
+    SessionLog,
+    StoredEvent,
+    decode_data,
+)
+from runtime.session import AssistantMessageData as _ModelData
+from runtime.session import ToolResultData as _ResultData
 
 from ._events import EVENT, AgentEvent
-from ._records import AbortKind, RequestContextData
+from ._outcome import TurnOutcome
 
 if TYPE_CHECKING:
     from ._registry import AgentRegistry
 
-__all__ = ["Agent", "AgentOptions", "TurnOutcome"]
-
-_MESSAGE: msgspec.json.Decoder[Message] = msgspec.json.Decoder(Message)
-
-
-class _Content(msgspec.Struct):
-    content: list[msgspec.Raw]
-
-
-class _SourceForm(msgspec.Struct):
-    kind: str | None = None
-    form: str | None = None
-
-
-class _Sourced(msgspec.Struct):
-    content: list[Any]
-    source: _SourceForm | None = None
-
-
-_CONTENT = msgspec.json.Decoder(_Content)
-_SOURCED = msgspec.json.Decoder(_Sourced)
+__all__ = ["Agent", "AgentOptions"]
 
 
 @dataclass(frozen=True)
 class AgentOptions:
     """What an agent runs with. `provider`/`model` route its calls (an `agent/request` listener may supply them
-    instead); `cwd` is its workspace (the session's cwd, and `{{cwd}}`); `persona` replaces the deployment's
-    persona for this agent only; `max_steps` bounds one turn (a model that keeps calling tools ends it `error`)."""
+    instead); `cwd` is its workspace (the session's cwd, and `{{cwd}}`); `max_steps` bounds one turn (a model that keeps calling tools ends it `error`)."""
 
     provider: str | None = None
     model: str | None = None
     cwd: Path | None = None
     config: CallConfig = field(default_factory=CallConfig)
-    persona: str | None = None
     max_steps: int = 100
 
 
-@dataclass(frozen=True)
-class TurnOutcome:
-    """How a turn ended: `kind` is its `turn/end` reason (`completed`, `error`, `aborted`, `max-tokens`,
-    `blocked`); `text` the visible text of its last assistant message; `failure` the model failure of an error."""
-
-    turn: int
-    kind: str
-    text: str = ""
-    failure: LlmFailure | None = None
-    error: BaseException | None = field(default=None, compare=False)
-
-
 class Agent:
-    """One live session: `log` (the only writer of it), `ctx` (a scope of its own: per-agent persona, tools and
-    listeners), `options`. Turns run one at a time through `run`."""
+    """One live session: `log` (the only writer of it), `ctx` (a scope of its own: per-agent tools and
+    listeners), `options`. Turns run one at a time through `run`. What the loop reads back from its own log (the
+    messages, the last request header and context, the runtime-context snapshot) is derived from the log's state,
+    never stored on the agent."""
 
     def __init__(
         self,
@@ -91,13 +69,6 @@ class Agent:
         self.parent = parent
         self._messages: dict[int, Message] = {}
         self._lock = anyio.Lock()
-        header = project(log.store.events(self.id, types=("request/header",))).header_json
-        self.header: Any = None if header is None else msgspec.json.decode(header)
-        self.header_written = False
-        self.request_context: RequestContextData | None = self._last_request_context()
-        """The session's last `request/context` (inherited prefix included); the loop logs a new one only when a
-        step's provider, model or context window differs from it."""
-        self.snapshot: str | None = self._last_snapshot()
 
     @property
     def id(self) -> str:
@@ -118,45 +89,40 @@ class Agent:
     def depth(self) -> int:
         return self.info.delegation_depth
 
+    @property
+    def header(self) -> EpochHeader | None:
+        """The session's latest `request/header` snapshot (inherited prefix included), from the log's state."""
+        return self.log.state.header
+
+    @property
+    def request_context(self) -> RequestContextData | None:
+        """The session's latest `request/context`; the loop logs a new one only when a step's provider, model or
+        context window differs from it."""
+        return self.log.state.request_context
+
+    @property
+    def snapshot(self) -> str | None:
+        """The newest runtime-context snapshot on the surface; the loop sends the context again when it differs."""
+        return self.log.state.snapshot
+
     def messages(self) -> tuple[Message, ...]:
         """The model-visible history: the log's surface, as messages (empty assistant messages skipped)."""
         out: list[Message] = []
         cache = self._messages
         for node in self.log.state.surface.nodes:
-            message = cache.get(node.seq)
+            message = node.typed or cache.get(node.seq)
             if message is None:
-                message = cache[node.seq] = _MESSAGE.decode(node.message)
+                data = decode_data(node.type, node.data, node.seq)
+                message = data.message if isinstance(data, _ModelData | _ResultData) else data
+                cache[node.seq] = message
             if isinstance(message, AssistantMessage) and not message.content:
                 continue
             out.append(message)
         return tuple(out)
 
-    def _last_request_context(self) -> RequestContextData | None:
-        last = None
-        for stored in self.log.store.events(self.id, types=("request/context",)):
-            last = stored
-        if last is None:
-            return None
-        view = last.view()
-        assert isinstance(view, RequestContext), "the store decodes request/context as RequestContext"
-        data = view.data
-        return RequestContextData(
-            provider=data.provider, model=data.model, context_window=data.context_window
-        )
-
-    def _last_snapshot(self) -> str | None:
-        for node in reversed(self.log.state.surface.nodes):
-            if node.type != "user/message":
-                continue
-            message = _SOURCED.decode(node.message)
-            if message.source is not None and message.source.form == "snapshot":
-                texts = [b.get("text", "") for b in message.content if isinstance(b, dict)]
-                return "".join(texts)
-        return None
-
-    async def append(self, event: Event) -> StoredEvent:
-        """Append `event` to the log and tell `agent/event` listeners."""
-        stored = self.log.append(event)
+    async def append(self, event: Event, *, written: str | None = None) -> StoredEvent:
+        """Append `event` to the log and tell `agent/event` listeners (`written`: see `SessionLog.append`)."""
+        stored = self.log.append(event, written=written)
         await self.ctx.emit(EVENT, AgentEvent(self, stored))
         return stored
 

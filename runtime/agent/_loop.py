@@ -10,7 +10,6 @@ from contextlib import aclosing
 from pathlib import Path
 
 import anyio
-import msgspec
 
 from runtime.kernel.errors import DshError
 from runtime.llm import (
@@ -18,6 +17,7 @@ from runtime.llm import (
     AssistantBlock,
     AssistantMessage,
     BlockAssembler,
+    CallConfig,
     CallKey,
     Finish,
     FinishAborted,
@@ -41,19 +41,39 @@ from runtime.llm import (
 )
 from runtime.prompt import SYSTEM_PROMPT, AssembleContext, render_context_snapshot, render_prompt
 from runtime.session import (
+    SNAPSHOT_FORM,
+    AbortKind,
+    AbortReason,
+    AssistantChunk,
+    AssistantChunkData,
+    AssistantMessageData,
+    EpochHeader,
+    HeaderConfig,
+    HeaderReason,
+    RequestContext,
+    RequestContextData,
+    RequestHeader,
+    RequestHeaderData,
     StepData,
     StepEnd,
     StepStart,
     ToolCall,
     ToolCallData,
+    ToolResultData,
     ToolResultError,
+    TurnEnd,
+    TurnEndData,
+    TurnEndReason,
     TurnStart,
     TurnStartData,
 )
+from runtime.session import AssistantMessage as ModelMessageEvent
+from runtime.session import ToolResult as ToolResultEvent
+from runtime.session import UserMessage as UserMessageEvent
 from runtime.tools import TOOLS, ToolContext, ToolResult
 from runtime.tools import ToolCall as ToolInvocation
 
-from ._agent import Agent, TurnOutcome
+from ._agent import Agent
 from ._events import (
     ERROR,
     PRE_STEP,
@@ -69,31 +89,11 @@ from ._events import (
     RequestInfo,
     Retry,
 )
-from ._records import (
-    AbortKind,
-    AbortReason,
-    ChunkData,
-    ChunkRecord,
-    EpochHeader,
-    ModelMessageData,
-    ModelMessageRecord,
-    RequestContextData,
-    RequestContextRecord,
-    RequestHeaderData,
-    RequestHeaderRecord,
-    ToolOutcomeData,
-    ToolOutcomeRecord,
-    TurnEndData,
-    TurnEndReason,
-    TurnEndRecord,
-    UserMessageRecord,
-    header_config,
-)
+from ._outcome import TurnOutcome
 
 __all__ = ["ABORTED", "SNAPSHOT_FORM", "NoModelError", "TurnLimitError", "assemble_context_for", "run_turn"]
 
 ABORTED = "ABORTED"
-SNAPSHOT_FORM = "snapshot"
 _SNAPSHOT_SOURCE = PluginSource(plugin="system-prompt", form=SNAPSHOT_FORM)
 
 
@@ -125,6 +125,18 @@ def assemble_context_for(agent: Agent) -> AssembleContext:
     """The assemble context of `agent`'s next step: its scoped context (which selects its layers and listeners)
     and itself, which the `model` and `cwd` variables project."""
     return AssembleContext(ctx=agent.ctx, agent=agent)
+
+
+def _header_config(provider: str, model: str, config: CallConfig) -> HeaderConfig:
+    """The header config of a call: provider, model and every set field of `config`."""
+    return HeaderConfig(
+        provider=provider,
+        model=model,
+        temperature=config.temperature,
+        max_tokens=config.max_tokens,
+        reasoning_effort=config.reasoning_effort,
+        stop=config.stop,
+    )
 
 
 def _failure_of(error: BaseException) -> LlmFailure:
@@ -179,9 +191,8 @@ class _Turn:
             if pending is not None:
                 await self.user_message(pending, UserSource())
                 pending = None
-            if snapshot and snapshot != agent.snapshot:
+            if snapshot and snapshot != agent.snapshot:  # the log's state: the newest snapshot on the surface
                 await self.user_message((TextBlock(snapshot),), _SNAPSHOT_SOURCE)
-                agent.snapshot = snapshot
             route = await agent.ctx.waterfall(
                 REQUEST,
                 RequestConfig(agent.options.provider, agent.options.model, agent.options.config),
@@ -191,7 +202,7 @@ class _Turn:
                 raise NoModelError(agent.id)
             await self.log_header(
                 EpochHeader(
-                    config=header_config(route.provider, route.model, route.config),
+                    config=_header_config(route.provider, route.model, route.config),
                     system=system or None,
                     tools=tools or None,
                 )
@@ -208,24 +219,26 @@ class _Turn:
             await agent.append(StepEnd(data=StepData(turn=self.turn, step=self.step)))
             self.step_open = False
             if not calls:
-                kind = "max-tokens" if self.max_tokens else "completed"
-                return await self.end(TurnEndReason(kind=kind))
+                return await self.end(TurnEndReason(kind="max-tokens" if self.max_tokens else "completed"))
 
     async def user_message(self, blocks: tuple[UserBlock, ...], source: UserSource | PluginSource) -> None:
         message = UserMessage(id=self.new_id(), content=blocks, source=source)
-        await self.agent.append(UserMessageRecord(data=message, surface_op="append"))
+        await self.agent.append(UserMessageEvent(data=message, surface_op="append"))
 
     def new_id(self) -> MessageId:
         return MessageId(self.agent.log.ids.new_id("message"))
 
     async def log_header(self, header: EpochHeader) -> None:
+        """`request/header` when it differs from the one this run last wrote (`initial` for the log's first,
+        `resume` for the first of a run over a log that has one, `change` after that); read from the log's state."""
         agent = self.agent
-        snapshot = msgspec.to_builtins(header)
-        if agent.header_written and snapshot == agent.header:
+        state = agent.log.state
+        if state.header_written and header == state.header:
             return
-        reason = "change" if agent.header_written else ("initial" if agent.header is None else "resume")
-        await agent.append(RequestHeaderRecord(data=RequestHeaderData(header=header, reason=reason)))
-        agent.header, agent.header_written = snapshot, True
+        reason: HeaderReason = (
+            "change" if state.header_written else ("initial" if state.header is None else "resume")
+        )
+        await agent.append(RequestHeader(data=RequestHeaderData(header=header, reason=reason)))
 
     async def log_context(self, provider: str, model: str) -> None:
         """`request/context{provider, model, contextWindow?}` when it differs from the session's last one (the
@@ -235,8 +248,7 @@ class _Turn:
         context = RequestContextData(provider=provider, model=model, context_window=window)
         if context == agent.request_context:
             return
-        await agent.append(RequestContextRecord(data=context))
-        agent.request_context = context
+        await agent.append(RequestContext(data=context))
 
     async def call(
         self, route: RequestConfig, system: str, tools: tuple[ToolSpec, ...]
@@ -273,18 +285,14 @@ class _Turn:
             break
         assert self.assembler is not None
         message = self.assembler.message(id=self.new_id(), provider=provider, model=model)
-        if finish.replay_state is not None:
-            message = msgspec.structs.replace(
-                message, source=msgspec.structs.replace(message.source, replay_state=finish.replay_state)
-            )
         if isinstance(reason, FinishMaxTokens):
             self.max_tokens = True
         texts = [b.text for b in message.content if isinstance(b, TextBlock)]
         if texts:
             self.text = "".join(texts)
         await agent.append(
-            ModelMessageRecord(
-                data=ModelMessageData(
+            ModelMessageEvent(
+                data=AssistantMessageData(
                     turn=self.turn, step=self.step, message=message, usage=self.assembler.usage
                 ),
                 surface_op="append",
@@ -303,7 +311,7 @@ class _Turn:
         async with aclosing(agent.ctx.get(LLM).stream(request)) as chunks:
             async for chunk in chunks:
                 stored = await agent.append(
-                    ChunkRecord(data=ChunkData(turn=self.turn, step=self.step, chunk=chunk))
+                    AssistantChunk(data=AssistantChunkData(turn=self.turn, step=self.step, chunk=chunk))
                 )
                 seqs.append(stored.seq)
                 assembler.feed(chunk)
@@ -374,8 +382,8 @@ class _Turn:
             code = result.code or "TOOL_ERROR"
             error = ToolResultError(name=_error_name(code), code=code)
         await self.agent.append(
-            ToolOutcomeRecord(
-                data=ToolOutcomeData(
+            ToolResultEvent(
+                data=ToolResultData(
                     turn=self.turn,
                     step=self.step,
                     message=message,
@@ -402,8 +410,8 @@ class _Turn:
             id=self.new_id(), content=content, source=ModelSource(provider=provider, model=model)
         )
         await self.agent.append(
-            ModelMessageRecord(
-                data=ModelMessageData(turn=self.turn, step=self.step, message=partial, interrupted=True),
+            ModelMessageEvent(
+                data=AssistantMessageData(turn=self.turn, step=self.step, message=partial, interrupted=True),
                 surface_op="append",
                 source_event_seqs=tuple(self.stream_seqs),
             )
@@ -414,8 +422,9 @@ class _Turn:
         if self.step_open:
             await agent.append(StepEnd(data=StepData(turn=self.turn, step=self.step)))
             self.step_open = False
-        await agent.append(TurnEndRecord(data=TurnEndData(turn=self.turn, reason=reason)))
+        await agent.append(TurnEnd(data=TurnEndData(turn=self.turn, reason=reason)))
         await agent.log.flush()
+        assert reason.kind != "interrupted", "only crash repair ends a turn interrupted"
         return TurnOutcome(turn=self.turn, kind=reason.kind, text=self.text, failure=reason.error)
 
     async def fail(self, error: Exception) -> TurnOutcome:

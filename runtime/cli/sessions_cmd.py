@@ -26,15 +26,21 @@ from runtime.host import (
 )
 from runtime.jsonlines import MAX_LINE, JsonLimits
 from runtime.kernel.errors import SessionError
+from runtime.llm import Message, ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
 from runtime.session import (
-    AssistantMessageData,
-    Message,
+    AssistantMessage,
+    SessionEndSeed,
     SessionInfo,
     SessionStoreProtocol,
+    StepEnd,
+    StepStart,
     StoredEvent,
-    ToolCallData,
-    ToolResultData,
-    TurnEndData,
+    ToolCall,
+    ToolResult,
+    TurnEnd,
+    TurnEndReason,
+    TurnStart,
+    UserMessage,
     copy_plan,
     copy_sessions,
     event_line,
@@ -186,68 +192,87 @@ def _add_branches(tree: Tree, nodes: list[_Node]) -> None:
 def _text_of(message: Message) -> list[tuple[str, str]]:
     parts: list[tuple[str, str]] = []
     for block in message.content:
-        if block.type in ("text", "reasoning") and block.text is not None:
-            parts.append((block.type, block.text))
-        elif block.type == "tool-call":
+        if isinstance(block, TextBlock):
+            parts.append(("text", block.text))
+        elif isinstance(block, ReasoningBlock):
+            parts.append(("reasoning", block.text))
+        elif isinstance(block, ToolCallBlock):
             continue  # shown once, by its own tool/call event
-        elif block.type == "tool-result":
-            inner = " ".join(b.text or f"[{b.type}]" for b in block.content or ())
+        elif isinstance(block, ToolResultBlock):
+            inner = " ".join(b.text if isinstance(b, TextBlock) else "[image]" for b in block.content)
             parts.append(("tool-result", inner))
         else:
-            parts.append(("other", f"[{block.type}]"))
+            parts.append(("other", "[image]"))
     return parts
 
 
-def _why(event: StoredEvent) -> str:
+def _why(reason: TurnEndReason) -> str:
     """Why a turn ended, when its reason says: a failure's message and code, or a reason's own message."""
-    reason = msgspec.json.decode(event.data).get("reason", {})
-    error = reason.get("error") if isinstance(reason.get("error"), dict) else None
-    if error is not None and error.get("message"):
-        code = f" [{error['code']}]" if error.get("code") else ""
-        return f": {error['message']}{code}"
-    return f": {reason['message']}" if isinstance(reason.get("message"), str) and reason["message"] else ""
+    if reason.error is not None and reason.error.message:
+        code = f" [{reason.error.code}]" if reason.error.code else ""
+        return f": {reason.error.message}{code}"
+    return f": {reason.message}" if reason.message else ""
 
 
 _STYLES = {"reasoning": "dim italic", "tool-call": "yellow", "tool-result": "green", "other": "dim"}
 
 
+_RENDERED = frozenset(
+    {
+        "turn/start",
+        "step/start",
+        "step/end",
+        "session/end-seed",
+        "turn/end",
+        "tool/call",
+        "user/message",
+        "assistant/message",
+        "tool/result",
+    }
+)
+"""The types `show` draws from their data; the others are named in one dim line, their data never decoded."""
+
+
 def _render(console: Console, event: StoredEvent, spawned: dict[tuple[int, int, str], list[str]]) -> None:
     kind = event.type
-    if kind in ("turn/start", "step/start", "step/end", "session/end-seed"):
-        data = msgspec.json.decode(event.data)
-        if kind == "turn/start":
-            console.rule(f"turn {data['turn']}  (seq {event.seq})")
-        elif kind == "step/start":
-            console.print(f"[bold]step {data['step']}[/]", highlight=False)
-        elif kind == "session/end-seed":
-            console.print(f"[magenta]── end of seed (seq {event.seq}) ──[/]")
+    if kind not in _RENDERED:
+        if kind not in ("assistant/chunk", "request/context"):
+            console.print(Text(f"  · {kind} (seq {event.seq})", style="dim"))
         return
-    view = event.decode_data() if event.is_core else None
-    if isinstance(view, TurnEndData):
+    view = event.view()  # decoded once, through the log's one event table
+    if isinstance(view, TurnStart):
+        console.rule(f"turn {view.data.turn}  (seq {event.seq})")
+    elif isinstance(view, StepStart):
+        console.print(f"[bold]step {view.data.step}[/]", highlight=False)
+    elif isinstance(view, SessionEndSeed):
+        console.print(f"[magenta]── end of seed (seq {event.seq}) ──[/]")
+    elif isinstance(view, StepEnd):
+        return
+    elif isinstance(view, TurnEnd):
         console.print(
             Text.assemble(
-                (f"turn {view.turn} ended:", "bold"), f" {view.reason.kind}{_why(event)}  (seq {event.seq})"
+                (f"turn {view.data.turn} ended:", "bold"),
+                f" {view.data.reason.kind}{_why(view.data.reason)}  (seq {event.seq})",
             )
         )
-    elif isinstance(view, ToolCallData):
-        console.print(Text(f"  → tool/call {view.name} {view.arguments}", style="yellow"))
-        for child in spawned.get((view.turn, view.step, view.call_id), ()):
+    elif isinstance(view, ToolCall):
+        call = view.data
+        console.print(Text(f"  → tool/call {call.name} {call.arguments}", style="yellow"))
+        for child in spawned.get((call.turn, call.step, call.call_id), ()):
             console.print(Text(f"    ↳ subagent session {child}", style="magenta"))
-    elif isinstance(view, Message | AssistantMessageData | ToolResultData):
-        message = view if isinstance(view, Message) else view.message
+    elif isinstance(view, UserMessage | AssistantMessage | ToolResult):
+        message = view.data if isinstance(view, UserMessage) else view.data.message
         replaced = (
             "" if event.surface_op == "append" else f" (replaces {msgspec.to_builtins(event.surface_op)})"
         )
         who = {"user/message": "user", "assistant/message": "assistant", "tool/result": "tool"}[kind]
-        if isinstance(view, AssistantMessageData) and view.interrupted:
+        if isinstance(view, AssistantMessage) and view.data.interrupted:
             who += " (interrupted)"
-        if isinstance(view, ToolResultData) and view.error is not None:
-            who += f" ({view.error.code})"
+        if isinstance(view, ToolResult) and view.data.error is not None:
+            who += f" ({view.data.error.code})"
         console.print(Text(f"{who}{replaced}  seq {event.seq}", style="bold cyan"))
         for part, text in _text_of(message):
             console.print(Text("  " + text.replace("\n", "\n  "), style=_STYLES.get(part, "")))
-    elif kind not in ("assistant/chunk", "request/context"):
-        console.print(Text(f"  · {kind} (seq {event.seq})", style="dim"))
 
 
 @sessions_app.command("show")

@@ -31,6 +31,7 @@ from ._content import Message as Message
 from ._content import MessageId as MessageId
 from ._content import MessageSource as MessageSource
 from ._content import ModelSource as ModelSource
+from ._content import OtherSource as OtherSource
 from ._content import PluginSource as PluginSource
 from ._content import ReasoningBlock as ReasoningBlock
 from ._content import TextBlock as TextBlock
@@ -89,6 +90,7 @@ __all__ = [
     "MessageId",
     "MessageSource",
     "ModelSource",
+    "OtherSource",
     "PluginSource",
     "ProviderConflictError",
     "ReasoningBlock",

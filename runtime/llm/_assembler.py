@@ -67,9 +67,10 @@ class BlockAssembler:
     blocks are open, or anything after `finish`.
     """
 
-    __slots__ = ("_closed", "_count", "_open", "_seen", "finish", "usage")
+    __slots__ = ("_closed", "_count", "_kinds", "_open", "_seen", "finish", "usage")
 
     def __init__(self) -> None:
+        self._kinds: dict[int, BlockType] = {}
         self._open: dict[int, _Open] = {}
         self._closed: dict[int, AssistantBlock] = {}
         self._seen: set[int] = set()
@@ -96,6 +97,7 @@ class BlockAssembler:
                     index=position,
                 )
             self._seen.add(chunk.index)
+            self._kinds[chunk.index] = chunk.block_type
             self._open[chunk.index] = _Open(chunk.block_type)
         elif isinstance(chunk, TextDelta | ReasoningDelta | ToolCallDelta):
             block = self._expect_open(chunk.index, position, _tag(chunk))
@@ -135,6 +137,13 @@ class BlockAssembler:
         elif isinstance(chunk, UsageChunk):
             self.usage = chunk.usage
         else:
+            if self._open and isinstance(chunk.reason, FinishMaxTokens):
+                # the output limit cut the stream: a tool call still streaming is discarded (never run), text and
+                # reasoning keep what streamed (the original's behaviour)
+                for index, block in self._open.items():
+                    if block.block_type != "tool-call":
+                        self._closed[index] = block.assemble()
+                self._open.clear()
             if self._open:
                 raise ChunkProtocolError(
                     f"finish while blocks {', '.join(map(str, self._open))} are open", index=position
@@ -189,13 +198,27 @@ class BlockAssembler:
         return kept if any(b.text.strip() for b in kept) else ()
 
     def message(self, *, id: MessageId, provider: str, model: str) -> AssistantMessage:
-        """The assistant message of a finished call. A `max-tokens` finish drops every tool-call block."""
+        """The assistant message of a finished call, with the finish's `replay_state`. A `max-tokens` finish drops
+        every tool-call block, and the same decision prunes a per-block `replayState.blocks` list (one entry per
+        block started, in index order), so stored provider state lines up with stored content."""
         if self.finish is None:
             raise ChunkProtocolError("the call has not finished", index=self._count)
         blocks = self.blocks()
+        state = self.finish.replay_state
         if isinstance(self.finish.reason, FinishMaxTokens):
             blocks = tuple(b for b in blocks if not isinstance(b, ToolCallBlock))
-        return AssistantMessage(id=id, content=blocks, source=ModelSource(provider=provider, model=model))
+            state = self._pruned(state)
+        source = ModelSource(provider=provider, model=model, replay_state=state)
+        return AssistantMessage(id=id, content=blocks, source=source)
+
+    def _pruned(self, state: object) -> object:
+        if not isinstance(state, dict) or not isinstance(state.get("blocks"), list):
+            return state
+        entries: list[object] = state["blocks"]
+        kinds = [self._kinds[i] for i in sorted(self._kinds)]
+        if len(entries) != len(kinds):
+            return state  # not one entry per block: not a shape this decision can prune
+        return {**state, "blocks": [e for e, kind in zip(entries, kinds, strict=True) if kind != "tool-call"]}
 
 
 def _tag(chunk: StreamChunk) -> str:

@@ -3,6 +3,7 @@
 Wire tags and field names are the TypeScript original's (`block-start{index, blockType}`, `finish{reason:{kind}}`),
 so recorded `assistant/chunk` payloads decode unchanged. A stream is: blocks opened, filled by deltas and closed by
 `block-end` carrying the assembled block; then `usage` (optional); then exactly one `finish`, and nothing after it.
+A field a chunk type does not model is accepted and left out of the typed value (the session log keeps it).
 """
 
 from __future__ import annotations
@@ -113,25 +114,21 @@ class FinishError(msgspec.Struct, frozen=True, tag_field="kind", tag="error"):
 FinishReason = FinishStop | FinishToolCalls | FinishMaxTokens | FinishAborted | FinishError
 
 
-class BlockStart(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag="block-start", rename="camel", kw_only=True
-):
+class BlockStart(msgspec.Struct, frozen=True, tag="block-start", rename="camel", kw_only=True):
     """Block `index` opens; its kind is `block_type` (wire `blockType`)."""
 
     index: int
     block_type: BlockType
 
 
-class TextDelta(msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag="text-delta", kw_only=True):
+class TextDelta(msgspec.Struct, frozen=True, tag="text-delta", kw_only=True):
     """More text for text block `index`."""
 
     index: int
     text: str
 
 
-class ReasoningDelta(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag="reasoning-delta", kw_only=True
-):
+class ReasoningDelta(msgspec.Struct, frozen=True, tag="reasoning-delta", kw_only=True):
     """More reasoning for reasoning block `index`."""
 
     index: int
@@ -141,7 +138,6 @@ class ReasoningDelta(
 class ToolCallDelta(
     msgspec.Struct,
     frozen=True,
-    forbid_unknown_fields=True,
     tag="tool-call-delta",
     rename="camel",
     omit_defaults=True,
@@ -155,14 +151,14 @@ class ToolCallDelta(
     arguments_delta: str
 
 
-class BlockEnd(msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag="block-end", kw_only=True):
+class BlockEnd(msgspec.Struct, frozen=True, tag="block-end", kw_only=True):
     """Block `index` is complete; `block` is its assembled content."""
 
     index: int
     block: AssistantBlock
 
 
-class UsageChunk(msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag="usage"):
+class UsageChunk(msgspec.Struct, frozen=True, tag="usage"):
     """The call's token usage; comes before `finish`."""
 
     usage: TokenUsage
@@ -171,7 +167,6 @@ class UsageChunk(msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag="u
 class Finish(
     msgspec.Struct,
     frozen=True,
-    forbid_unknown_fields=True,
     tag="finish",
     rename="camel",
     omit_defaults=True,
@@ -190,7 +185,8 @@ _encoder = msgspec.json.Encoder()
 
 
 def decode_chunk(data: bytes | str) -> StreamChunk:
-    """Decode one chunk from JSON, strictly (`msgspec.ValidationError` says what and where)."""
+    """Decode one chunk from JSON: an unknown type or a mistyped field raises `msgspec.ValidationError` (what and
+    where); a field the type does not model is ignored."""
     return _decoder.decode(data)
 
 

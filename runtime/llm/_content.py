@@ -1,5 +1,8 @@
 """Messages and their content blocks, as the session log stores them (wire names and tags of the original).
 
+Fields dsh does not model are accepted, not refused (the original adds fields over time): the log keeps every
+event's payload as written, so they survive import, storage and export; the typed values here hold what dsh reads.
+
 A message is `user` (the prompt, injected context, tool results) or `assistant` (what a model said). Blocks are
 frozen, tagged msgspec Structs: `text`, `reasoning`, `image`, `tool-call`, `tool-result`.
 """
@@ -20,6 +23,7 @@ __all__ = [
     "MessageId",
     "MessageSource",
     "ModelSource",
+    "OtherSource",
     "PluginSource",
     "ReasoningBlock",
     "TextBlock",
@@ -36,28 +40,29 @@ MessageId = NewType("MessageId", str)
 CallId = NewType("CallId", str)
 
 
-class TextBlock(msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag="text"):
+class TextBlock(msgspec.Struct, frozen=True, tag="text"):
     """Visible text."""
 
     text: str
 
 
-class ReasoningBlock(msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag="reasoning"):
+class ReasoningBlock(msgspec.Struct, frozen=True, tag="reasoning"):
     """The model's reasoning (DeepSeek `reasoning_content`); passed back to the provider in history."""
 
     text: str
 
 
-class ImageBlock(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag="image", rename="camel", kw_only=True
-):
-    """An image, base64 `data` of type `mime_type` (wire `mimeType`)."""
+class ImageBlock(msgspec.Struct, frozen=True, tag="image", rename="camel", omit_defaults=True, kw_only=True):
+    """An image: inline, base64 `data` of type `mime_type` (wire `mimeType`), or a reference to a stored
+    `attachment` (the original's web app and ACP server log `{attachmentId, mediaType, width, height, bytes}`;
+    dsh keeps it as written and cannot send it to a model without its bytes)."""
 
-    data: str
-    mime_type: str
+    data: str | None = None
+    mime_type: str | None = None
+    attachment: dict[str, Any] | None = None
 
 
-class ToolCallBlock(msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag="tool-call"):
+class ToolCallBlock(msgspec.Struct, frozen=True, tag="tool-call"):
     """A call the model asked for; `arguments` is the raw JSON text as the model wrote it."""
 
     id: CallId
@@ -68,9 +73,7 @@ class ToolCallBlock(msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag
 ToolResultContent = TextBlock | ImageBlock
 
 
-class ToolResultBlock(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag="tool-result", rename="camel", kw_only=True
-):
+class ToolResultBlock(msgspec.Struct, frozen=True, tag="tool-result", rename="camel", kw_only=True):
     """The outcome of one tool call (wire `toolCallId`, `isError`; `isError` is always written)."""
 
     tool_call_id: CallId
@@ -125,7 +128,15 @@ class ModelSource(
     replay_state: Any = None
 
 
-MessageSource = UserSource | PluginSource | ToolSource | ModelSource
+class OtherSource(msgspec.Struct, frozen=True, tag_field="kind", tag="other", kw_only=True):
+    """A source kind dsh does not model: the original's plugins add their own (`subagent-report`,
+    `subagent-settled`, ...). `name` is the kind as written (the session log reads such a message as this, and keeps
+    the source as written); the message is history like any other user-role message."""
+
+    name: str
+
+
+MessageSource = UserSource | PluginSource | ToolSource | ModelSource | OtherSource
 
 
 class UserMessage(msgspec.Struct, frozen=True, tag_field="role", tag="user", kw_only=True):
@@ -133,7 +144,7 @@ class UserMessage(msgspec.Struct, frozen=True, tag_field="role", tag="user", kw_
 
     id: MessageId
     content: tuple[UserBlock, ...]
-    source: UserSource | PluginSource | ToolSource = UserSource()
+    source: UserSource | PluginSource | ToolSource | OtherSource = UserSource()
 
 
 class AssistantMessage(msgspec.Struct, frozen=True, tag_field="role", tag="assistant", kw_only=True):

@@ -14,7 +14,7 @@ from ._content import Message
 __all__ = ["CallConfig", "CallKey", "ContextWindowAdapter", "LlmAdapter", "LlmRequest", "ToolSpec"]
 
 
-class ToolSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+class ToolSpec(msgspec.Struct, frozen=True, kw_only=True):
     """A tool as the model sees it: its name, its description and a JSON Schema of its parameters."""
 
     name: str

@@ -16,16 +16,16 @@ from ._errors import SessionNotFoundError as SessionNotFoundError
 from ._errors import StoreConnectError as StoreConnectError
 from ._errors import StoreSchemaError as StoreSchemaError
 from ._errors import UnsupportedVersionError as UnsupportedVersionError
+from ._events import EVENT_TYPES as EVENT_TYPES
 from ._events import FORMAT_VERSION as FORMAT_VERSION
 from ._events import SURFACE_TYPES as SURFACE_TYPES
+from ._events import AbortKind as AbortKind
+from ._events import AbortReason as AbortReason
 from ._events import AssistantChunk as AssistantChunk
 from ._events import AssistantChunkData as AssistantChunkData
 from ._events import AssistantMessage as AssistantMessage
 from ._events import AssistantMessageData as AssistantMessageData
-from ._events import Block as Block
-from ._events import BlockEnd as BlockEnd
-from ._events import BlockStart as BlockStart
-from ._events import CompactionData as CompactionData
+from ._events import BracketData as BracketData
 from ._events import CompactionEnd as CompactionEnd
 from ._events import CompactionPrune as CompactionPrune
 from ._events import CompactionStart as CompactionStart
@@ -34,16 +34,14 @@ from ._events import CoreEvent as CoreEvent
 from ._events import EmptyData as EmptyData
 from ._events import EpochHeader as EpochHeader
 from ._events import Event as Event
-from ._events import Finish as Finish
-from ._events import FinishReason as FinishReason
 from ._events import HeaderConfig as HeaderConfig
+from ._events import HeaderReason as HeaderReason
 from ._events import LlmRetry as LlmRetry
 from ._events import LlmRetryData as LlmRetryData
 from ._events import LlmRetryStarted as LlmRetryStarted
-from ._events import Message as Message
-from ._events import MessageSource as MessageSource
+from ._events import LlmRetryStartedData as LlmRetryStartedData
 from ._events import OpaqueEvent as OpaqueEvent
-from ._events import ReasoningDelta as ReasoningDelta
+from ._events import PruneData as PruneData
 from ._events import Replace as Replace
 from ._events import RequestContext as RequestContext
 from ._events import RequestContextData as RequestContextData
@@ -58,30 +56,28 @@ from ._events import StepData as StepData
 from ._events import StepEnd as StepEnd
 from ._events import StepStart as StepStart
 from ._events import StoredEvent as StoredEvent
-from ._events import StreamChunk as StreamChunk
 from ._events import SubagentDescriptor as SubagentDescriptor
 from ._events import SubagentDescriptorData as SubagentDescriptorData
+from ._events import SummaryData as SummaryData
 from ._events import SurfaceOp as SurfaceOp
-from ._events import TextDelta as TextDelta
 from ._events import Todo as Todo
 from ._events import TodoWrite as TodoWrite
 from ._events import TodoWriteData as TodoWriteData
 from ._events import ToolCall as ToolCall
 from ._events import ToolCallData as ToolCallData
-from ._events import ToolCallDelta as ToolCallDelta
 from ._events import ToolResult as ToolResult
 from ._events import ToolResultData as ToolResultData
 from ._events import ToolResultError as ToolResultError
 from ._events import TurnEnd as TurnEnd
 from ._events import TurnEndData as TurnEndData
+from ._events import TurnEndKind as TurnEndKind
 from ._events import TurnEndReason as TurnEndReason
 from ._events import TurnStart as TurnStart
 from ._events import TurnStartData as TurnStartData
-from ._events import Usage as Usage
-from ._events import UsageChunk as UsageChunk
 from ._events import UserMessage as UserMessage
 from ._events import core_event_types as core_event_types
 from ._events import data_type as data_type
+from ._events import decode_data as decode_data
 from ._events import encode_data as encode_data
 from ._jsonl import event_line as event_line
 from ._jsonl import export_jsonl as export_jsonl
@@ -102,7 +98,9 @@ from ._protocol import SessionStoreProtocol as SessionStoreProtocol
 from ._repair import closers as closers
 from ._repair import load_state as load_state
 from ._repair import resume as resume
+from ._rules import SNAPSHOT_FORM as SNAPSHOT_FORM
 from ._rules import LogState as LogState
+from ._rules import SurfaceNode as SurfaceNode
 from ._services import Clock as Clock
 from ._services import CountingIds as CountingIds
 from ._services import FixedClock as FixedClock
@@ -120,29 +118,28 @@ from ._tail import follow as follow
 from ._tail import tail_start as tail_start
 
 __all__ = [
+    "AbortKind",
+    "AbortReason",
     "AssistantChunk",
     "AssistantChunkData",
     "AssistantMessage",
     "AssistantMessageData",
-    "Block",
-    "BlockEnd",
-    "BlockStart",
+    "BracketData",
     "Clock",
-    "CompactionData",
     "CompactionEnd",
     "CompactionPrune",
     "CompactionStart",
     "CompactionSummary",
     "CoreEvent",
     "CountingIds",
+    "EVENT_TYPES",
     "EmptyData",
     "EpochHeader",
     "Event",
     "FORMAT_VERSION",
-    "Finish",
-    "FinishReason",
     "FixedClock",
     "HeaderConfig",
+    "HeaderReason",
     "IdMinter",
     "InvalidBoundaryError",
     "LEASE_TTL_MS",
@@ -151,24 +148,24 @@ __all__ = [
     "LlmRetry",
     "LlmRetryData",
     "LlmRetryStarted",
+    "LlmRetryStartedData",
     "LogFormatError",
     "LogGapError",
     "LogRuleError",
     "LogState",
-    "Message",
-    "MessageSource",
     "OpaqueEvent",
     "OpenTurnError",
     "PROJECTED_TYPES",
     "ProjectedMessage",
     "Projection",
-    "ReasoningDelta",
+    "PruneData",
     "Replace",
     "RequestContext",
     "RequestContextData",
     "RequestHeader",
     "RequestHeaderData",
     "SCHEMA_VERSION",
+    "SNAPSHOT_FORM",
     "STORE",
     "SURFACE_TYPES",
     "SessionBusyError",
@@ -192,29 +189,27 @@ __all__ = [
     "StoreConnectError",
     "StoreSchemaError",
     "StoredEvent",
-    "StreamChunk",
     "SubagentDescriptor",
     "SubagentDescriptorData",
+    "SummaryData",
+    "SurfaceNode",
     "SurfaceOp",
     "SystemClock",
-    "TextDelta",
     "Todo",
     "TodoWrite",
     "TodoWriteData",
     "ToolCall",
     "ToolCallData",
-    "ToolCallDelta",
     "ToolResult",
     "ToolResultData",
     "ToolResultError",
     "TurnEnd",
     "TurnEndData",
+    "TurnEndKind",
     "TurnEndReason",
     "TurnStart",
     "TurnStartData",
     "UnsupportedVersionError",
-    "Usage",
-    "UsageChunk",
     "UserMessage",
     "UuidIds",
     "closers",
@@ -222,6 +217,7 @@ __all__ = [
     "copy_sessions",
     "core_event_types",
     "data_type",
+    "decode_data",
     "encode_data",
     "event_line",
     "export_jsonl",

@@ -1,42 +1,54 @@
-"""The wire events of format version 0: the header, the lossless `StoredEvent`, and typed views of every core type.
+"""The wire model of format version 0: the header, one frozen Struct per event type (typed with runtime.llm's
+messages, blocks, chunks, usage and failures), the one tag -> type table every reader decodes through, and
+`StoredEvent`, an event exactly as written beside its typed value.
 
-A `StoredEvent` keeps its `data` as the JSON text it was written with, so fields dsh does not model survive import,
-storage and export; `view()` decodes a typed, frozen Struct (a core event, or `OpaqueEvent` for unknown types).
+A `StoredEvent` keeps `data` as the JSON text it was written with, so fields dsh does not model (at any depth)
+survive import, storage and export; `view()` decodes the typed event once and keeps it, and the log's `append`
+hands over the typed event it just encoded, so nothing is decoded again. Decoding is strict where integrity lives
+(the envelope, turn and step numbers, messages and their provider and model) and as lenient as the original
+elsewhere: unknown fields are accepted, header fields the original defaults are optional, and the older shapes the
+original still reads (`assistant/message` with `content` + `provenance`, `tool/result` with `callId` + `content`,
+messages without `id` or `role`) are converted on read, never rewritten.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 import msgspec
 
+from runtime.llm import AssistantBlock, LlmFailure, StreamChunk, TextBlock, TokenUsage, ToolSpec
+from runtime.llm import AssistantMessage as ModelReply
+from runtime.llm import UserMessage as UserTurnMessage
+
 __all__ = [
+    "EVENT_TYPES",
     "FORMAT_VERSION",
     "SURFACE_TYPES",
+    "AbortKind",
+    "AbortReason",
     "AssistantChunk",
     "AssistantChunkData",
     "AssistantMessage",
     "AssistantMessageData",
-    "Block",
-    "BlockEnd",
-    "BlockStart",
-    "CompactionData",
+    "BracketData",
     "CompactionEnd",
     "CompactionPrune",
     "CompactionStart",
     "CompactionSummary",
     "CoreEvent",
     "EmptyData",
+    "EpochHeader",
     "Event",
-    "Finish",
-    "FinishReason",
+    "HeaderConfig",
+    "HeaderReason",
     "LlmRetry",
     "LlmRetryData",
     "LlmRetryStarted",
-    "Message",
-    "MessageSource",
+    "LlmRetryStartedData",
     "OpaqueEvent",
-    "ReasoningDelta",
+    "PruneData",
     "Replace",
     "RequestContext",
     "RequestContextData",
@@ -51,30 +63,28 @@ __all__ = [
     "StepEnd",
     "StepStart",
     "StoredEvent",
-    "StreamChunk",
     "SubagentDescriptor",
     "SubagentDescriptorData",
+    "SummaryData",
     "SurfaceOp",
-    "TextDelta",
     "Todo",
     "TodoWrite",
     "TodoWriteData",
     "ToolCall",
     "ToolCallData",
-    "ToolCallDelta",
     "ToolResult",
     "ToolResultData",
     "ToolResultError",
     "TurnEnd",
     "TurnEndData",
+    "TurnEndKind",
     "TurnEndReason",
     "TurnStart",
     "TurnStartData",
-    "Usage",
-    "UsageChunk",
     "UserMessage",
     "core_event_types",
     "data_type",
+    "decode_data",
     "encode_data",
 ]
 
@@ -89,7 +99,10 @@ class _Wire(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defa
 
 
 class SessionHeader(_Wire, tag="session", tag_field="type", frozen=True, kw_only=True):
-    """JSONL line 1: storage metadata, not an event. `extra` holds header keys dsh does not model."""
+    """JSONL line 1: storage metadata, not an event. Required: `version`, `id`, `createdAt`. Optional, with the
+    original's defaults: `cwd`, `parentSession`, `seedLength` (absent: 0), `delegationDepth` (absent: 0; the
+    original's web app and headless agent do not write it). Keys dsh does not model (`origin`, `agentPreset`, ...)
+    are kept beside it as written."""
 
     version: int
     id: str
@@ -97,7 +110,7 @@ class SessionHeader(_Wire, tag="session", tag_field="type", frozen=True, kw_only
     cwd: str | None = None
     parent_session: str | None = None
     seed_length: int | None = None
-    delegation_depth: int
+    delegation_depth: int = 0
 
 
 # ---------------------------------------------------------------- surface ops
@@ -114,108 +127,36 @@ SurfaceOp = Literal["append"] | Replace
 SURFACE_TYPES = frozenset({"user/message", "assistant/message", "tool/result"})
 
 
-# ---------------------------------------------------------------- messages and blocks
-
-
-class Block(_Wire, frozen=True, kw_only=True):
-    """A content block: text, reasoning, tool-call, tool-result, image, ... (fields by `type`)."""
-
-    type: str
-    text: str | None = None
-    id: str | None = None
-    name: str | None = None
-    arguments: str | None = None
-    tool_call_id: str | None = None
-    is_error: bool | None = None
-    content: tuple[Block, ...] | None = None
-
-
-class MessageSource(_Wire, frozen=True, kw_only=True):
-    """Where a message came from: `user`, `plugin`, `model`, `tool`, ..."""
-
-    kind: str
-    call_id: str | None = None
-    provider: str | None = None
-    model: str | None = None
-    plugin: str | None = None
-
-
-class Message(_Wire, frozen=True, kw_only=True):
-    """A typed view of a message as logged (the stored JSON keeps what this view leaves out)."""
-
-    id: str | None = None
-    role: str
-    source: MessageSource | None = None
-    content: tuple[Block, ...]
-
-
-# ---------------------------------------------------------------- stream chunks
-
-
-class _Chunk(_Wire, tag_field="type", frozen=True, kw_only=True):
-    index: int
-
-
-class BlockStart(_Chunk, tag="block-start", frozen=True, kw_only=True):
-    block_type: str
-
-
-class TextDelta(_Chunk, tag="text-delta", frozen=True, kw_only=True):
-    text: str
-
-
-class ReasoningDelta(_Chunk, tag="reasoning-delta", frozen=True, kw_only=True):
-    text: str
-
-
-class ToolCallDelta(_Chunk, tag="tool-call-delta", frozen=True, kw_only=True):
-    id: str
-    name: str | None = None
-    arguments_delta: str
-
-
-class BlockEnd(_Chunk, tag="block-end", frozen=True, kw_only=True):
-    block: Block
-
-
-class Usage(_Wire, frozen=True, kw_only=True):
-    input_tokens: int
-    output_tokens: int
-    cache_read_tokens: int | None = None
-    cache_write_tokens: int | None = None
-    reasoning_tokens: int | None = None
-
-
-class UsageChunk(_Wire, tag="usage", tag_field="type", frozen=True, kw_only=True):
-    usage: Usage
-
-
-class FinishReason(_Wire, frozen=True, kw_only=True):
-    """`stop`, `tool-calls`, `max-tokens`, `aborted{failure}`, `error{failure}` (extensible)."""
-
-    kind: str
-    failure: dict[str, Any] | None = None
-
-
-class Finish(_Wire, tag="finish", tag_field="type", frozen=True, kw_only=True):
-    reason: FinishReason
-    replay_state: Any = None
-
-
-StreamChunk = BlockStart | TextDelta | ReasoningDelta | ToolCallDelta | BlockEnd | UsageChunk | Finish
-
-
 # ---------------------------------------------------------------- event data
+
+TurnEndKind = Literal["completed", "aborted", "blocked", "error", "max-tokens", "interrupted"]
+"""How a turn ended: `interrupted` is written only by crash repair."""
+
+AbortKind = Literal["user", "parent", "hook", "disposed", "legacy"]
+"""Who aborted a turn: the user, a parent agent (cancelling the tool call that runs a subagent), a hook (with its
+`reason`), disposal, or an older log that did not say."""
+
+HeaderReason = Literal["initial", "resume", "change"]
 
 
 class TurnStartData(_Wire, frozen=True, kw_only=True):
     turn: int
 
 
-class TurnEndReason(_Wire, frozen=True, kw_only=True):
-    """`completed`, `aborted`, `blocked`, `error`, `max-tokens`, `interrupted` (extensible)."""
+class AbortReason(_Wire, frozen=True, kw_only=True):
+    """Who aborted a turn; a `hook` names its `reason`."""
 
-    kind: str
+    kind: AbortKind
+    reason: str | None = None
+
+
+class TurnEndReason(_Wire, frozen=True, kw_only=True):
+    """`completed`, `max-tokens`, `interrupted`, `blocked{message}`, `aborted{reason}`, `error{error}`."""
+
+    kind: TurnEndKind
+    error: LlmFailure | None = None
+    reason: AbortReason | None = None
+    message: str | None = None
 
 
 class TurnEndData(_Wire, frozen=True, kw_only=True):
@@ -237,8 +178,8 @@ class AssistantChunkData(_Wire, frozen=True, kw_only=True):
 class AssistantMessageData(_Wire, frozen=True, kw_only=True):
     turn: int
     step: int
-    message: Message
-    usage: Usage | None = None
+    message: ModelReply
+    usage: TokenUsage | None = None
     interrupted: bool | None = None
 
 
@@ -258,7 +199,7 @@ class ToolResultError(_Wire, frozen=True, kw_only=True):
 class ToolResultData(_Wire, frozen=True, kw_only=True):
     turn: int
     step: int
-    message: Message
+    message: UserTurnMessage
     error: ToolResultError | None = None
     meta: Any = None
 
@@ -273,22 +214,35 @@ class TodoWriteData(_Wire, frozen=True, kw_only=True):
 
 
 class HeaderConfig(_Wire, frozen=True, kw_only=True):
+    """`request/header` config: provider and model, then the call config's set fields."""
+
     provider: str
     model: str
+    temperature: float | None = None
+    max_tokens: int | None = None
+    reasoning_effort: str | None = None
+    stop: tuple[str, ...] | None = None
 
 
 class EpochHeader(_Wire, frozen=True, kw_only=True):
+    """Everything of a request except its messages; an empty system prompt or tool list is omitted. A committed
+    fixture holds the tokens `"{{system}}"` and `"{{tools}}"` instead (spec §3.8), hence `tools` may be text."""
+
     config: HeaderConfig
-    system: Any = None
-    tools: Any = None
+    adapter_defaults: Any = None
+    system: str | None = None
+    tools: tuple[ToolSpec, ...] | str | None = None
 
 
 class RequestHeaderData(_Wire, frozen=True, kw_only=True):
     header: EpochHeader
-    reason: str
+    reason: HeaderReason
 
 
 class RequestContextData(_Wire, frozen=True, kw_only=True):
+    """What a step's request went to: provider, model and, when the provider's adapter states it, the model's
+    context window in tokens (absent when unknown)."""
+
     provider: str
     model: str
     context_window: int | None = None
@@ -305,17 +259,29 @@ class ShadowedRange(_Wire, frozen=True, kw_only=True):
     end: int
 
 
-class CompactionData(_Wire, frozen=True, kw_only=True):
-    """`compaction/start|summary|end|prune` (spec §1.6). `start`/`end`: `{compactionId, turn}` (`end` adds
-    `failure` when the summariser call failed). `summary`: the summary blocks, the call's complete `rawOutput`,
-    `llmStreamCall` (true: one `LlmRuntime.stream()` call produced `rawOutput`, and replay serves it), the shadowed
-    nodes, their estimated token count, the call's provider, model, `maxTokens` and `usage`. `prune`: the
-    `tool/result` nodes whose content was replaced and their estimated token count."""
+class BracketData(_Wire, frozen=True, kw_only=True):
+    """`compaction/start` and `compaction/end`: `{compactionId, turn}`. An `end` whose summariser call failed adds
+    `failure`, and `llmStreamCall` when a model call was made (`rawOutput`/`usage` when that call completed but its
+    output could not be used). Log-only plugin records: every field is optional, as the original's reader treats
+    them (replay reads only the call marker, the raw output, the usage and the failure)."""
 
     compaction_id: str | None = None
     turn: int | None = None
-    summary: tuple[Block, ...] | None = None
-    raw_output: tuple[Block, ...] | None = None
+    failure: LlmFailure | None = None
+    llm_stream_call: bool | None = None
+    raw_output: tuple[AssistantBlock, ...] | None = None
+    usage: TokenUsage | None = None
+
+
+class SummaryData(_Wire, frozen=True, kw_only=True):
+    """`compaction/summary`: the summary, the summariser's complete output (`llmStreamCall`: one `LlmRuntime.stream()`
+    call produced `rawOutput`, and replay serves it), the shadowed nodes, their estimated token count and the call's
+    provider, model, `maxTokens` and usage. Every field is optional (see `BracketData`); plugins.compaction writes
+    them all."""
+
+    compaction_id: str | None = None
+    summary: tuple[TextBlock, ...] | None = None
+    raw_output: tuple[AssistantBlock, ...] | None = None
     llm_stream_call: bool | None = None
     shadowed_range: ShadowedRange | None = None
     shadowed_seqs: tuple[int, ...] | None = None
@@ -323,13 +289,41 @@ class CompactionData(_Wire, frozen=True, kw_only=True):
     provider: str | None = None
     model: str | None = None
     max_tokens: int | None = None
-    usage: Usage | None = None
-    failure: dict[str, Any] | None = None
+    usage: TokenUsage | None = None
+
+
+class PruneData(_Wire, frozen=True, kw_only=True):
+    """`compaction/prune`: the `tool/result` nodes whose content the following replacements prune (every field
+    optional, see `BracketData`)."""
+
+    compaction_id: str | None = None
+    turn: int | None = None
+    shadowed_seqs: tuple[int, ...] | None = None
+    shadowed_token_count: int | None = None
 
 
 class LlmRetryData(_Wire, frozen=True, kw_only=True):
-    turn: int | None = None
-    step: int | None = None
+    """`llm/retry`: retry number `retry` of (`turn`, `step`) was decided, after waiting `delay_ms`."""
+
+    retry_id: str
+    turn: int
+    step: int
+    provider: str
+    mode: str
+    policy_key: str
+    retry: int
+    max_retries: int | None = None
+    delay_ms: int
+    failure: LlmFailure
+
+
+class LlmRetryStartedData(_Wire, frozen=True, kw_only=True):
+    """`llm/retry-started`: the wait of retry `retry_id` is over; its attempt starts now."""
+
+    retry_id: str
+    turn: int
+    step: int
+    retry: int
 
 
 class SubagentDescriptorData(_Wire, frozen=True, kw_only=True):
@@ -375,7 +369,9 @@ class StepEnd(Event, tag="step/end", frozen=True, kw_only=True):
 
 
 class UserMessage(Event, tag="user/message", frozen=True, kw_only=True):
-    data: Message
+    """`user/message`: the prompt, injected context (a runtime-context snapshot) or a compaction checkpoint."""
+
+    data: UserTurnMessage
 
 
 class AssistantChunk(Event, tag="assistant/chunk", frozen=True, kw_only=True):
@@ -383,6 +379,8 @@ class AssistantChunk(Event, tag="assistant/chunk", frozen=True, kw_only=True):
 
 
 class AssistantMessage(Event, tag="assistant/message", frozen=True, kw_only=True):
+    """`assistant/message`: what a model said in one call (interrupted: the visible part of a cut stream)."""
+
     data: AssistantMessageData
 
 
@@ -411,19 +409,19 @@ class TodoWrite(Event, tag="todo/write", frozen=True, kw_only=True):
 
 
 class CompactionStart(Event, tag="compaction/start", frozen=True, kw_only=True):
-    data: CompactionData
+    data: BracketData
 
 
 class CompactionSummary(Event, tag="compaction/summary", frozen=True, kw_only=True):
-    data: CompactionData
+    data: SummaryData
 
 
 class CompactionEnd(Event, tag="compaction/end", frozen=True, kw_only=True):
-    data: CompactionData
+    data: BracketData
 
 
 class CompactionPrune(Event, tag="compaction/prune", frozen=True, kw_only=True):
-    data: CompactionData
+    data: PruneData
 
 
 class LlmRetry(Event, tag="llm/retry", frozen=True, kw_only=True):
@@ -431,7 +429,7 @@ class LlmRetry(Event, tag="llm/retry", frozen=True, kw_only=True):
 
 
 class LlmRetryStarted(Event, tag="llm/retry-started", frozen=True, kw_only=True):
-    data: LlmRetryData
+    data: LlmRetryStartedData
 
 
 class SubagentDescriptor(Event, tag="subagent/descriptor", frozen=True, kw_only=True):
@@ -476,7 +474,7 @@ CoreEvent = (
     | SessionTitle
 )
 
-_CORE: dict[str, type[Event]] = {
+EVENT_TYPES: Mapping[str, type[Event]] = {
     str(cls.__struct_config__.tag): cls
     for cls in (
         TurnStart,
@@ -502,8 +500,13 @@ _CORE: dict[str, type[Event]] = {
         SessionTitle,
     )
 }
+"""The one tag -> type table: every reader of the log (store, JSONL, rules, projection, replay, CLI, plugins)
+decodes through it."""
+
+_TAGS: dict[type[Event], str] = {cls: tag for tag, cls in EVENT_TYPES.items()}
 _DATA_TYPES: dict[str, type[msgspec.Struct]] = {
-    tag: next(f.type for f in msgspec.structs.fields(cls) if f.name == "data") for tag, cls in _CORE.items()
+    tag: next(f.type for f in msgspec.structs.fields(cls) if f.name == "data")
+    for tag, cls in EVENT_TYPES.items()
 }
 _DATA_DECODERS: dict[str, msgspec.json.Decoder[Any]] = {
     tag: msgspec.json.Decoder(data) for tag, data in _DATA_TYPES.items()
@@ -514,7 +517,7 @@ _ENCODER = msgspec.json.Encoder()
 
 def core_event_types() -> frozenset[str]:
     """The wire tags of every core event type."""
-    return frozenset(_CORE)
+    return frozenset(EVENT_TYPES)
 
 
 def data_type(event_type: str) -> type[msgspec.Struct] | None:
@@ -527,11 +530,98 @@ def encode_data(data: Any) -> str:
     return _ENCODER.encode(data).decode()
 
 
-class StoredEvent(msgspec.Struct, frozen=True, kw_only=True, gc=False):
-    """One event exactly as logged: `data` and `extra` (envelope keys dsh does not model) are JSON text as written.
+# ---------------------------------------------------------------- older shapes, converted on read
 
-    Equality compares the written JSON text, so a round trip that preserves it compares equal.
-    """
+
+def _message_id(data: dict[str, Any], seq: int) -> None:
+    if "id" not in data:
+        data["id"] = f"seq-{seq}"  # an older log's message has no id: the event's seq names it, stably
+
+
+_SOURCE_KINDS = frozenset({"user", "plugin", "tool", "model", "other"})
+
+
+def _source_kind(message: dict[str, Any]) -> None:
+    source = message.get("source")
+    if (
+        isinstance(source, dict)
+        and isinstance(source.get("kind"), str)
+        and source["kind"] not in _SOURCE_KINDS
+    ):
+        message["source"] = {"kind": "other", "name": source["kind"]}  # a kind a plugin of the original adds
+
+
+def _upgrade_user(data: dict[str, Any], seq: int) -> dict[str, Any]:
+    _message_id(data, seq)
+    _source_kind(data)
+    return data
+
+
+def _upgrade_assistant(data: dict[str, Any], seq: int) -> dict[str, Any]:
+    message = data.get("message")
+    if isinstance(message, dict):
+        _message_id(message, seq)
+        return data
+    if "content" not in data or not isinstance(data.get("provenance"), dict):
+        return data
+    provenance = data.pop("provenance")
+    message = {"role": "assistant", "content": data.pop("content"), "source": {**provenance, "kind": "model"}}
+    _message_id(message, seq)
+    return {**data, "message": message}
+
+
+def _upgrade_tool_result(data: dict[str, Any], seq: int) -> dict[str, Any]:
+    message = data.get("message")
+    if isinstance(message, dict):
+        _message_id(message, seq)
+        return data
+    if "callId" not in data or "content" not in data:
+        return data
+    call_id = data.pop("callId")
+    block = {"type": "tool-result", "toolCallId": call_id, "content": data.pop("content")}
+    if "isError" in data:
+        block["isError"] = data.pop("isError")
+    message = {"role": "user", "content": [block], "source": {"kind": "tool", "callId": call_id}}
+    _message_id(message, seq)
+    return {**data, "message": message}
+
+
+_UPGRADES: dict[str, Callable[[dict[str, Any], int], dict[str, Any]]] = {
+    "user/message": _upgrade_user,
+    "assistant/message": _upgrade_assistant,
+    "tool/result": _upgrade_tool_result,
+}
+
+
+def decode_data(event_type: str, data: str | bytes, seq: int = -1) -> Any:
+    """The typed data of a core event (its Struct), or plain JSON values for an unknown type. An older shape the
+    original still reads is converted first. Raises `msgspec.DecodeError` (what and where) for bad data."""
+    decoder = _DATA_DECODERS.get(event_type)
+    if decoder is None:
+        return _ANY_DECODER.decode(data)
+    try:
+        return decoder.decode(data)
+    except msgspec.ValidationError:
+        upgrade = _UPGRADES.get(event_type)
+        raw = _ANY_DECODER.decode(data) if upgrade is not None else None
+        if upgrade is None or not isinstance(raw, dict):
+            raise
+        upgraded = upgrade(raw, seq)
+        if upgraded == _ANY_DECODER.decode(data):
+            raise
+        return msgspec.convert(upgraded, _DATA_TYPES[event_type], from_attributes=False)
+
+
+# ---------------------------------------------------------------- the stored event
+
+
+class StoredEvent(msgspec.Struct, kw_only=True, gc=False):
+    """One event exactly as logged: `data` and `extra` (envelope keys dsh does not model) are JSON text as written,
+    and `view()` is its typed value, decoded on first use and kept (an appended event carries the typed event it
+    was encoded from, so it is never decoded).
+
+    Equality compares what was written (type, envelope and JSON text), never the kept typed value. Treat it as
+    immutable: the kept view is the only thing ever set after construction."""
 
     type: str
     seq: int
@@ -541,46 +631,72 @@ class StoredEvent(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     source_event_seqs: tuple[int, ...] | None = None
     ignorable: bool | None = None
     extra: str | None = None
+    typed: CoreEvent | OpaqueEvent | None = None
+
+    __hash__ = None  # type: ignore[assignment]  # equality is by value, and the kept view is set lazily
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, StoredEvent):
+            return NotImplemented
+        return (
+            self.seq == other.seq
+            and self.type == other.type
+            and self.time == other.time
+            and self.data == other.data
+            and self.surface_op == other.surface_op
+            and self.source_event_seqs == other.source_event_seqs
+            and self.ignorable == other.ignorable
+            and self.extra == other.extra
+        )
 
     @property
     def is_core(self) -> bool:
-        return self.type in _CORE
+        return self.type in EVENT_TYPES
 
     def decode_data(self) -> Any:
         """The typed data of a core event (a Struct), or plain JSON values for an unknown type."""
-        decoder = _DATA_DECODERS.get(self.type)
-        return (decoder or _ANY_DECODER).decode(self.data)
+        return self.view().data
 
     def view(self) -> CoreEvent | OpaqueEvent:
-        """A typed, frozen view of this event."""
-        cls = _CORE.get(self.type)
+        """The typed, frozen event (decoded once, then kept). Raises `msgspec.DecodeError` for bad data."""
+        typed = self.typed
+        if typed is not None:
+            if typed.seq != self.seq and isinstance(typed, Event):  # handed over by an append: stamp it once
+                typed = self.typed = msgspec.structs.replace(typed, seq=self.seq, time=self.time)
+            return typed
+        cls = EVENT_TYPES.get(self.type)
         if cls is None:
-            return OpaqueEvent(
+            typed = OpaqueEvent(
                 type=self.type,
                 seq=self.seq,
                 time=self.time,
-                data=self.decode_data(),
+                data=_ANY_DECODER.decode(self.data),
                 ignorable=self.ignorable,
             )
-        event: CoreEvent = cls(  # type: ignore[assignment]  # _CORE holds exactly the CoreEvent classes
-            seq=self.seq,
-            time=self.time,
-            data=self.decode_data(),
-            surface_op=self.surface_op,
-            source_event_seqs=self.source_event_seqs,
-            ignorable=self.ignorable,
-        )
-        return event
+        else:
+            typed = cls(  # type: ignore[assignment]  # EVENT_TYPES holds exactly the CoreEvent classes
+                seq=self.seq,
+                time=self.time,
+                data=decode_data(self.type, self.data, self.seq),
+                surface_op=self.surface_op,
+                source_event_seqs=self.source_event_seqs,
+                ignorable=self.ignorable,
+            )
+        self.typed = typed
+        return typed  # type: ignore[return-value]  # set just above
 
     @classmethod
-    def from_event(cls, event: Event, *, seq: int, time: int) -> StoredEvent:
-        """The stored form of a typed event, with the seq and time the log assigned."""
+    def from_event(cls, event: Event, *, seq: int, time: int, data: str | None = None) -> StoredEvent:
+        """The stored form of a typed event, with the seq and time the log assigned (`data`: its data's JSON text
+        when the writer has it as written, else encoded here). The typed event is kept with it (its seq and time
+        are stamped on the first `view()`, so an append that nobody reads back costs no copy)."""
         return cls(
-            type=str(type(event).__struct_config__.tag),
+            type=_TAGS[type(event)],
             seq=seq,
             time=time,
-            data=encode_data(event.data),
+            data=encode_data(event.data) if data is None else data,
             surface_op=event.surface_op,
             source_event_seqs=event.source_event_seqs,
             ignorable=event.ignorable,
+            typed=event,  # type: ignore[arg-type]  # every Event subclass in use is a CoreEvent; stamped on view()
         )

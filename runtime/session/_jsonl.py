@@ -12,17 +12,16 @@ from typing import Any, BinaryIO
 import msgspec
 
 from runtime.jsonlines import JsonLimits, JsonLineError, check_value, read_lines
+from runtime.llm import CallId, ReasoningDelta, TextDelta, ToolCallDelta
 
 from ._errors import LogFormatError, LogRuleError, UnsupportedVersionError
 from ._events import (
     FORMAT_VERSION,
+    AssistantChunk,
     AssistantChunkData,
-    ReasoningDelta,
     SessionHeader,
     StoredEvent,
     SurfaceOp,
-    TextDelta,
-    ToolCallDelta,
     encode_data,
 )
 from ._protocol import SessionStoreProtocol
@@ -220,33 +219,37 @@ def _unpack(kind: str, raw: bytes, line: int, file: str) -> list[StoredEvent]:
             time += packed.dt[k - 1]
         chunk: TextDelta | ReasoningDelta | ToolCallDelta
         if isinstance(packed, _PackedTool):
-            chunk = ToolCallDelta(index=packed.index, id=packed.id, name=packed.name, arguments_delta=member)
+            chunk = ToolCallDelta(
+                index=packed.index, id=CallId(packed.id), name=packed.name, arguments_delta=member
+            )
         elif kind == "text-chunks":
             chunk = TextDelta(index=packed.index, text=member)
         else:
             chunk = ReasoningDelta(index=packed.index, text=member)
-        data = encode_data(AssistantChunkData(turn=packed.turn, step=packed.step, chunk=chunk))
-        events.append(StoredEvent(type="assistant/chunk", seq=row.seq0 + k, time=time, data=data))
+        event = AssistantChunk(data=AssistantChunkData(turn=packed.turn, step=packed.step, chunk=chunk))
+        events.append(StoredEvent.from_event(event, seq=row.seq0 + k, time=time))
     return events
 
 
 def read_jsonl(
-    lines: Iterable[bytes], *, file: str = "", limits: JsonLimits | None = None
+    lines: Iterable[bytes], *, file: str = "", limits: JsonLimits | None = None, check_chunks: bool = False
 ) -> tuple[ParsedHeader, Iterator[StoredEvent]]:
     """Parse a log: the header now, the events lazily. Every event is checked against the log's rules as it is
     yielded; the first broken rule raises `LogFormatError` naming the line (and the rule). Each line is held to
-    `limits` (nesting depth, 64-bit integers) before it is decoded, and must be UTF-8."""
+    `limits` (nesting depth, 64-bit integers) before it is decoded, and must be UTF-8. `check_chunks` also decodes
+    every chunk (import does: the store must hold no chunk its readers refuse); a reader that decodes the chunks
+    itself (replay) leaves it off and reports a bad one in its own terms."""
     limits = limits or JsonLimits()
     source = iter(lines)
     first = next(source, None)
     if first is None or not first.strip():
         raise _fail("the file is empty: expected the session header", "header.missing", 1, file)
     header = _parse_header(first, file, limits)
-    return header, _events(source, header, file, limits)
+    return header, _events(source, header, file, limits, check_chunks)
 
 
 def _events(
-    source: Iterator[bytes], header: ParsedHeader, file: str, limits: JsonLimits
+    source: Iterator[bytes], header: ParsedHeader, file: str, limits: JsonLimits, check_chunks: bool
 ) -> Iterator[StoredEvent]:
     state = LogState()
     blank: int | None = None
@@ -264,8 +267,12 @@ def _events(
         for event in events:
             try:
                 state.feed(event)
+                if check_chunks and event.typed is None and event.type == "assistant/chunk":
+                    event.view()
             except LogRuleError as error:
                 raise _fail(error.reason, error.rule, number, file) from None
+            except msgspec.DecodeError as error:
+                raise _fail(f"bad {event.type} data: {error}", "data.schema", number, file) from None
             yield event
     seed = header.header.seed_length
     if seed is not None and not 0 <= seed <= state.next_seq:
@@ -330,9 +337,6 @@ def event_line(event: StoredEvent) -> bytes:
     return b"".join(parts)
 
 
-_CHUNK = msgspec.json.Decoder(AssistantChunkData)
-
-
 def _pack_key(event: StoredEvent) -> tuple[Any, ...] | None:
     """What a delta must share with its run to be packed, or None if it cannot be packed losslessly."""
     if (
@@ -344,8 +348,11 @@ def _pack_key(event: StoredEvent) -> tuple[Any, ...] | None:
     ):
         return None
     try:
-        data = _CHUNK.decode(event.data)
+        view = event.view()
     except msgspec.DecodeError:
+        return None
+    data = view.data
+    if not isinstance(data, AssistantChunkData):
         return None
     chunk = data.chunk
     if not isinstance(chunk, TextDelta | ReasoningDelta | ToolCallDelta) or encode_data(data) != event.data:
@@ -361,7 +368,9 @@ def _packed_line(key: tuple[Any, ...], run: list[StoredEvent]) -> bytes:
     dt = [b.time - a.time for a, b in itertools.pairwise(run)]
     members = []
     for event in run:
-        chunk = _CHUNK.decode(event.data).chunk
+        delta = event.view().data
+        assert isinstance(delta, AssistantChunkData), "runs hold assistant/chunk events only"
+        chunk = delta.chunk
         members.append(chunk.arguments_delta if isinstance(chunk, ToolCallDelta) else chunk.text)  # type: ignore[union-attr]  # runs hold deltas only
     data: dict[str, Any] = {"turn": turn, "step": step, "index": index, "dt": dt}
     if kind == "tool-call-chunks":
@@ -432,7 +441,9 @@ def import_jsonl(
     with its number before it is read whole."""
     path = Path(path)
     limits = limits or JsonLimits()
-    parsed, events = read_jsonl(_lines(path, progress, limits.max_line), file=str(path), limits=limits)
+    parsed, events = read_jsonl(
+        _lines(path, progress, limits.max_line), file=str(path), limits=limits, check_chunks=True
+    )
     header = parsed.header
     info = SessionInfo(
         id=store.ids.new_session_id(),

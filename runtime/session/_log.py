@@ -14,7 +14,7 @@ import anyio
 import anyio.to_thread
 
 from ._errors import SessionBusyError
-from ._events import Event, StoredEvent, data_type, encode_data
+from ._events import Event, StoredEvent
 from ._protocol import SessionStoreProtocol
 from ._repair import load_state, resume
 from ._rules import LogState
@@ -74,25 +74,16 @@ class SessionLog:
         """The rule state after the last appended event (open turn, surface, ...)."""
         return self._state
 
-    def append(self, event: Event) -> StoredEvent:
+    def append(self, event: Event, *, written: str | None = None) -> StoredEvent:
         """Check `event` against the log's rules, give it the next seq and the clock's time, and queue it for
-        commit. Returns at once; `await flush()` makes it durable."""
+        commit. Returns at once; `await flush()` makes it durable. The stored event keeps `event` as its typed
+        value, so nothing is decoded back. `written` is the data's JSON text when the writer must keep fields dsh
+        does not model (a pruned copy of a recorded event); it must decode to `event.data`."""
         if self._failure is not None:
             raise self._failure
         state = self._state
-        stored = StoredEvent(
-            type=event.__struct_config__.tag,  # type: ignore[arg-type]  # every Event subclass has a str tag
-            seq=state.next_seq,
-            time=self.clock.now_ms(),
-            data=encode_data(event.data),
-            surface_op=event.surface_op,
-            source_event_seqs=event.source_event_seqs,
-            ignorable=event.ignorable,
-        )
-        # A writer may log a richer data Struct than the log's own view of the type (the agent loop logs
-        # runtime.llm messages); the rules then read the data back from the JSON as written.
-        data = event.data if type(event.data) is data_type(stored.type) else None
-        state.feed(stored, data=data)
+        stored = StoredEvent.from_event(event, seq=state.next_seq, time=self.clock.now_ms(), data=written)
+        state.feed(stored, data=event.data)
         self._pending.append(event_row(self.info.id, stored))
         self._wake.set()
         return stored

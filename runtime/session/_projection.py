@@ -8,25 +8,25 @@ from dataclasses import dataclass
 
 import msgspec
 
+from runtime.llm import Message
+
 from ._events import (
     SURFACE_TYPES,
+    AssistantMessageData,
     EpochHeader,
-    Message,
-    RequestHeaderData,
-    SessionTitleData,
+    RequestHeader,
+    SessionTitle,
     StoredEvent,
     Todo,
-    TodoWriteData,
+    TodoWrite,
+    ToolResultData,
+    decode_data,
 )
-from ._rules import SurfaceFold, SurfaceNode, message_json
+from ._rules import SurfaceFold, SurfaceNode, _message_of, message_json
 
 __all__ = ["PROJECTED_TYPES", "ProjectedMessage", "Projection", "project"]
 
 PROJECTED_TYPES = SURFACE_TYPES | {"request/header", "todo/write", "session/title"}
-_MESSAGE = msgspec.json.Decoder(Message)
-_HEADER = msgspec.json.Decoder(RequestHeaderData)
-_TODOS = msgspec.json.Decoder(TodoWriteData)
-_TITLE = msgspec.json.Decoder(SessionTitleData)
 
 
 class _Content(msgspec.Struct):
@@ -48,6 +48,7 @@ class ProjectedMessage:
     seq: int
     type: str
     data: str
+    typed: Message | None = None
 
     @property
     def json(self) -> str:
@@ -55,8 +56,12 @@ class ProjectedMessage:
         return message_json(self.type, self.data)
 
     def view(self) -> Message:
-        """The typed view of the message."""
-        return _MESSAGE.decode(self.json)
+        """The typed message (decoded through the event table when the fold did not have it)."""
+        if self.typed is not None:
+            return self.typed
+        data = decode_data(self.type, self.data, self.seq)
+        message: Message = data.message if isinstance(data, AssistantMessageData | ToolResultData) else data
+        return message
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +84,13 @@ class Projection:
 def _visible(node: SurfaceNode) -> bool:
     if node.type != "assistant/message":
         return True
-    return bool(_CONTENT_OF.decode(node.data).message.content)  # Raw slices: no copy of the message
+    if node.typed is not None:
+        return bool(node.typed.content)
+    try:
+        return bool(_CONTENT_OF.decode(node.data).message.content)  # Raw slices: no copy of the message
+    except msgspec.ValidationError:  # an older shape the original still reads: through the event table
+        data = decode_data(node.type, node.data, node.seq)
+        return bool(data.message.content)
 
 
 def project(events: Iterable[StoredEvent]) -> Projection:
@@ -92,18 +103,27 @@ def project(events: Iterable[StoredEvent]) -> Projection:
     for event in events:
         kind = event.type
         if event.surface_op is not None and kind in SURFACE_TYPES:
-            surface.apply(event)
+            typed = event.typed
+            surface.apply(event, None if typed is None else _message_of(typed.data))
         elif kind == "request/header":
-            data = _HEADER.decode(event.data)
-            header = data.header
-            header_json = bytes(msgspec.json.decode(event.data, type=_HeaderField).header).decode()
+            view = event.view()
+            assert isinstance(view, RequestHeader), "the event table decodes request/header as RequestHeader"
+            header = view.data.header
+            header_json = bytes(_HEADER_FIELD.decode(event.data).header).decode()
         elif kind == "todo/write":
-            todos = _TODOS.decode(event.data).todos
+            todo = event.view()
+            assert isinstance(todo, TodoWrite), "the event table decodes todo/write as TodoWrite"
+            todos = todo.data.todos
         elif kind == "session/title":
-            title = _TITLE.decode(event.data).title
-    messages = tuple(ProjectedMessage(n.seq, n.type, n.data) for n in surface.nodes if _visible(n))
+            named = event.view()
+            assert isinstance(named, SessionTitle), "the event table decodes session/title as SessionTitle"
+            title = named.data.title
+    messages = tuple(ProjectedMessage(n.seq, n.type, n.data, n.typed) for n in surface.nodes if _visible(n))
     return Projection(messages, header, header_json, todos, title, surface.replacements)
 
 
 class _HeaderField(msgspec.Struct):
     header: msgspec.Raw
+
+
+_HEADER_FIELD = msgspec.json.Decoder(_HeaderField)

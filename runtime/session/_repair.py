@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
+from runtime.llm import CallId, MessageId, TextBlock, ToolResultBlock, ToolSource
+from runtime.llm import UserMessage as ResultMessage
+
 from ._events import (
-    Block,
     EmptyData,
     Event,
-    Message,
-    MessageSource,
     SessionEndSeed,
     StepData,
     StepEnd,
@@ -19,6 +19,7 @@ from ._events import (
     TurnEnd,
     TurnEndData,
     TurnEndReason,
+    encode_data,
 )
 from ._protocol import SessionStoreProtocol
 from ._rules import LogState, OpenToolCall
@@ -40,18 +41,11 @@ NOT_STARTED_TEXT = (
 def _result(call: OpenToolCall, seq: int) -> ToolResult:
     unknown = call.call_seq is not None
     text = OUTCOME_UNKNOWN_TEXT if unknown else NOT_STARTED_TEXT
-    message = Message(
-        id=f"interrupted-tool-result-{call.call_id}-{seq}",
-        role="user",
-        source=MessageSource(kind="tool", call_id=call.call_id),
-        content=(
-            Block(
-                type="tool-result",
-                tool_call_id=call.call_id,
-                is_error=True,
-                content=(Block(type="text", text=text),),
-            ),
-        ),
+    call_id = CallId(call.call_id)
+    message = ResultMessage(
+        id=MessageId(f"interrupted-tool-result-{call.call_id}-{seq}"),
+        source=ToolSource(call_id),
+        content=(ToolResultBlock(tool_call_id=call_id, is_error=True, content=(TextBlock(text),)),),
     )
     error = (
         ToolResultError(name="ToolOutcomeUnknownError", code="TOOL_OUTCOME_UNKNOWN")
@@ -63,6 +57,38 @@ def _result(call: OpenToolCall, seq: int) -> ToolResult:
         surface_op="append",
         source_event_seqs=(call.call_seq,) if call.call_seq is not None else None,
     )
+
+
+def _as_the_original_writes(event: Event) -> str | None:
+    """A synthetic tool result's data in the key order the original writes it (`id` before `role`, `isError`
+    before `content`), so a repaired log is byte-identical to the original's; None: encode as usual."""
+    if not isinstance(event, ToolResult):
+        return None
+    data = event.data
+    blocks = [
+        {
+            "type": "tool-result",
+            "toolCallId": block.tool_call_id,
+            "isError": block.is_error,
+            "content": [
+                {"type": "text", "text": part.text} for part in block.content if isinstance(part, TextBlock)
+            ],
+        }
+        for block in data.message.content
+        if isinstance(block, ToolResultBlock)
+    ]
+    source = data.message.source
+    call_id = source.call_id if isinstance(source, ToolSource) else ""
+    message = {
+        "id": data.message.id,
+        "role": "user",
+        "source": {"kind": "tool", "callId": call_id},
+        "content": blocks,
+    }
+    written: dict[str, object] = {"turn": data.turn, "step": data.step, "message": message}
+    if data.error is not None:
+        written["error"] = {"name": data.error.name, "code": data.error.code}
+    return encode_data(written)
 
 
 def closers(state: LogState) -> list[Event]:
@@ -113,8 +139,10 @@ def resume(
     appended: list[StoredEvent] = []
     time = state.last_time
     for event in pending:
-        stored = StoredEvent.from_event(event, seq=state.next_seq, time=time)
-        state.feed(stored, data=event.data)
+        stored = StoredEvent.from_event(
+            event, seq=state.next_seq, time=time, data=_as_the_original_writes(event)
+        )
+        state.feed(stored)
         appended.append(stored)
     if appended:
         store.append_events(session_id, appended, lease=lease)

@@ -11,12 +11,16 @@ from dataclasses import dataclass, field
 
 import msgspec
 
+from runtime.llm import Message, PluginSource, TextBlock, ToolCallBlock, ToolResultBlock, ToolSource
+
 from ._errors import LogRuleError
 from ._events import (
     SURFACE_TYPES,
     AssistantMessageData,
-    Message,
+    EpochHeader,
     Replace,
+    RequestContextData,
+    RequestHeaderData,
     StepData,
     StoredEvent,
     ToolCallData,
@@ -24,12 +28,27 @@ from ._events import (
     TurnEndData,
     TurnStartData,
     core_event_types,
+    decode_data,
+    encode_data,
 )
 
-__all__ = ["LogState", "OpenToolCall", "SurfaceFold", "SurfaceNode", "message_json"]
+__all__ = ["SNAPSHOT_FORM", "LogState", "OpenToolCall", "SurfaceFold", "SurfaceNode", "message_json"]
 
 _CORE = core_event_types()
 _LEGACY = {"request/header-delta": "headers are full request/header snapshots (reason initial/resume/change)"}
+SNAPSHOT_FORM = "snapshot"
+"""The `PluginSource.form` of a runtime-context snapshot message."""
+_DECODED = SURFACE_TYPES | {
+    "turn/start",
+    "turn/end",
+    "step/start",
+    "step/end",
+    "tool/call",
+    "request/header",
+    "request/context",
+}
+"""The types whose data the rules read (the loop's and the surface's integrity lives there): decoded strictly on
+every feed. The data of the other known types is decoded by their readers, as the original does."""
 
 
 class _MessageField(msgspec.Struct):
@@ -37,24 +56,45 @@ class _MessageField(msgspec.Struct):
 
 
 _MESSAGE_FIELD = msgspec.json.Decoder(_MessageField)
-_MESSAGE = msgspec.json.Decoder(Message)
 
 
 def message_json(event_type: str, data: str) -> str:
     """The JSON text of the message a surface event's data carries, exactly as written."""
     if event_type == "user/message":
         return data
-    return bytes(_MESSAGE_FIELD.decode(data).message).decode()
+    try:
+        return bytes(_MESSAGE_FIELD.decode(data).message).decode()
+    except msgspec.ValidationError:  # an older shape the original still reads: the message it converts to
+        return encode_data(_message_of(decode_data(event_type, data)))
+
+
+def _message_of(data: object) -> Message | None:
+    if isinstance(data, AssistantMessageData | ToolResultData):
+        return data.message
+    return data if isinstance(data, Message) else None
+
+
+def _snapshot_of(message: Message | None) -> str | None:
+    if (
+        message is None
+        or not isinstance(message.source, PluginSource)
+        or message.source.form != SNAPSHOT_FORM
+    ):
+        return None
+    return "".join(b.text for b in message.content if isinstance(b, TextBlock))
 
 
 @dataclass(frozen=True, slots=True)
 class SurfaceNode:
-    """One node of the surface: the event that put it there and its data as written (the message inside it is
-    extracted on demand, so a node costs no copy of a long message)."""
+    """One node of the surface: the event that put it there, its data as written (the message inside it is
+    extracted on demand), the typed message when its writer handed it over (an append), and `snapshot`, the text of
+    a runtime-context snapshot message."""
 
     seq: int
     type: str
     data: str
+    typed: Message | None = None
+    snapshot: str | None = None
 
     @property
     def message(self) -> str:
@@ -69,9 +109,10 @@ class SurfaceFold:
     nodes: list[SurfaceNode] = field(default_factory=list)
     replacements: int = 0
 
-    def apply(self, event: StoredEvent) -> None:
-        """Fold one surface event (checked first: an invalid op leaves the fold unchanged)."""
-        node = SurfaceNode(event.seq, event.type, event.data)
+    def apply(self, event: StoredEvent, message: Message | None = None, snapshot: str | None = None) -> None:
+        """Fold one surface event (checked first: an invalid op leaves the fold unchanged); `message` is its typed
+        message to keep with the node, `snapshot` the runtime-context snapshot text it carries."""
+        node = SurfaceNode(event.seq, event.type, event.data, message, snapshot)
         op = event.surface_op
         if op == "append":
             self.nodes.append(node)
@@ -150,7 +191,9 @@ class OpenToolCall:
 
 @dataclass(slots=True)
 class LogState:
-    """What the log's rules need to know about everything before `next_seq`."""
+    """What the log's rules need to know about everything before `next_seq`, and what the agent loop reads back
+    from its own log: the latest request header (and whether it was written since the last `session/end-seed`, i.e.
+    by this run), the latest request context, and the runtime-context snapshot on the surface."""
 
     next_seq: int = 0
     surface: SurfaceFold = field(default_factory=SurfaceFold)
@@ -163,23 +206,54 @@ class LogState:
     requested: dict[str, tuple[str, int, int]] = field(default_factory=dict)
     dispatched: dict[str, int] = field(default_factory=dict)
     answered: set[str] = field(default_factory=set)
+    header: EpochHeader | None = None
+    header_seq: int | None = None
+    request_context: RequestContextData | None = None
+    seed_end: int | None = None
+
+    @property
+    def header_written(self) -> bool:
+        """Whether the latest request header was written by this run (after the last `session/end-seed`)."""
+        return self.header_seq is not None and (self.seed_end is None or self.header_seq > self.seed_end)
+
+    @property
+    def snapshot(self) -> str | None:
+        """The text of the newest runtime-context snapshot on the surface (None: none is)."""
+        for node in reversed(self.surface.nodes):
+            if node.snapshot is not None:
+                return node.snapshot
+        return None
 
     def feed(self, event: StoredEvent, *, check_seq: bool = True, data: object = None) -> None:
         """Check one event against the rules and fold it in; raises `LogRuleError` and changes nothing if it breaks
-        one. `data` is the event's typed data when the caller has it (appends), else it is decoded here."""
+        one. `data` is the event's typed data when the caller has it, else the event's kept view is used (decoded
+        once, for the types the rules read)."""
         if check_seq and event.seq != self.next_seq:
             raise LogRuleError(
                 f"expected seq {self.next_seq} (seqs are contiguous from 0), got {event.seq}",
                 rule="seq.contiguous",
                 seq=event.seq,
             )
+        if (
+            event.type == "assistant/chunk"
+            and event.surface_op is None
+            and event.source_event_seqs is None
+            and event.time >= 0
+        ):
+            # the bulk of every log: a chunk with a plain envelope changes no state the rules keep
+            self.next_seq, self.last_type, self.last_time = event.seq + 1, event.type, event.time
+            return
         self._check_envelope(event)
-        if data is None:
+        given = data is not None
+        if data is None and event.type in _DECODED:
             data = self._decode(event)
         if isinstance(data, AssistantMessageData):
-            _check_model_source(event, data.message)
+            _check_model_source(event, data)
         if event.surface_op is not None:
-            self.surface.apply(event)
+            message = _message_of(data)
+            # a node keeps the typed message its writer handed over (appends: free); one decoded here to check it
+            # is not kept, so a long history costs its text once, not twice (readers decode it when they need it)
+            self.surface.apply(event, message if given else None, _snapshot_of(message))
         self._track(event, data)
         self.next_seq = event.seq + 1
         self.last_type = event.type
@@ -238,7 +312,7 @@ class LogState:
 
     def _decode(self, event: StoredEvent) -> object:
         try:
-            data = event.decode_data()
+            data = event.view().data
         except msgspec.DecodeError as error:
             raise LogRuleError(f"bad {event.type} data: {error}", rule="data.schema", seq=event.seq) from None
         return data
@@ -260,22 +334,28 @@ class LogState:
         elif isinstance(data, AssistantMessageData):
             if not data.interrupted:
                 for block in data.message.content:
-                    if block.type == "tool-call" and block.id is not None:
-                        self.requested[block.id] = (block.name or "", data.turn, data.step)
+                    if isinstance(block, ToolCallBlock):
+                        self.requested[block.id] = (block.name, data.turn, data.step)
         elif isinstance(data, ToolCallData):
             self.dispatched[data.call_id] = event.seq
         elif isinstance(data, ToolResultData):
             source = data.message.source
-            if source is not None and source.call_id is not None:
+            if isinstance(source, ToolSource):
                 self.answered.add(source.call_id)
-            for block in data.message.content:
-                if block.tool_call_id is not None:
-                    self.answered.add(block.tool_call_id)
+            for part in data.message.content:
+                if isinstance(part, ToolResultBlock):
+                    self.answered.add(part.tool_call_id)
+        elif isinstance(data, RequestHeaderData):
+            self.header, self.header_seq = data.header, event.seq
+        elif isinstance(data, RequestContextData):
+            self.request_context = data
+        elif kind == "session/end-seed":
+            self.seed_end = event.seq
 
 
-def _check_model_source(event: StoredEvent, message: Message) -> None:
-    source = message.source
-    if source is None or source.kind != "model" or not source.provider or not source.model:
+def _check_model_source(event: StoredEvent, data: AssistantMessageData) -> None:
+    source = data.message.source
+    if not source.provider or not source.model:
         raise LogRuleError(
             "an assistant/message needs message.source {kind:'model', provider, model}",
             rule="data.model-source",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from replay import (
@@ -46,6 +47,8 @@ EXPECTED: dict[str, list[tuple[int, int, int, str, str]]] = {
     ],
     "empty-response-retry/session.jsonl": [(1, 1, 1, "model", "error"), (1, 1, 2, "model", "stop")],
     "error-finish/session.jsonl": [(1, 1, 1, "model", "error")],
+    "inline-image-prompt/session.jsonl": [(1, 1, 1, "model", "stop")],
+    "max-tokens-continue/session.jsonl": [(1, 1, 1, "model", "max-tokens"), (2, 1, 1, "model", "stop")],
     "multi-turn/session.jsonl": [(1, 1, 1, "model", "stop"), (2, 1, 1, "model", "stop")],
     "packed-chunks/session.jsonl": [(1, 1, 1, "model", "tool-calls"), (1, 2, 1, "model", "stop")],
     "parallel-tool-calls/session.jsonl": [(1, 1, 1, "model", "tool-calls"), (1, 2, 1, "model", "stop")],
@@ -55,11 +58,19 @@ EXPECTED: dict[str, list[tuple[int, int, int, str, str]]] = {
         (2, 2, 1, "model", "stop"),
     ],
     "subagent-fork-in-process/session.1.jsonl": [(2, 1, 1, "model", "stop")],
+    "subagent-report/session.jsonl": [
+        (1, 1, 1, "model", "tool-calls"),
+        (1, 2, 1, "model", "stop"),
+        (2, 1, 1, "model", "stop"),
+        (3, 1, 1, "model", "stop"),
+    ],
+    "subagent-report/session.1.jsonl": [(1, 1, 1, "model", "tool-calls"), (1, 2, 1, "model", "stop")],
     "text-turn/session.jsonl": [(1, 1, 1, "model", "stop")],
     "todo-write/session.jsonl": [(1, 1, 1, "model", "tool-calls"), (1, 2, 1, "model", "stop")],
     "tool-call-turn/session.jsonl": [(1, 1, 1, "model", "tool-calls"), (1, 2, 1, "model", "stop")],
     "tool-outcome-unknown/replay.jsonl": [],
     "tool-outcome-unknown/session.expected.jsonl": [(2, 1, 1, "model", "stop")],
+    "web-fresh-round-trip/session.jsonl": [(1, 1, 1, "model", "tool-calls"), (1, 2, 1, "model", "stop")],
 }
 NEEDS_OVERRIDE = {"cancel/session.jsonl": CallKey(turn=1, step=1, attempt=1)}
 LOGS = sorted(str(path.relative_to(HARNESS)) for path in HARNESS.glob("*/*.jsonl"))
@@ -194,14 +205,18 @@ def test_a_bad_chunk_names_the_file_line_and_seq(tmp_path: Path) -> None:
     assert "exploded" in str(caught.value)
 
 
-def test_an_unknown_chunk_field_is_refused(tmp_path: Path) -> None:
+def test_an_unknown_chunk_field_is_accepted_and_a_mistyped_one_refused(tmp_path: Path) -> None:
+    # the original adds fields over time: its logs are read, and the log keeps them as written
     log = LogBuilder().add("turn/start", {"turn": 1}).add("step/start", {"turn": 1, "step": 1})
-    log.add(
-        "assistant/chunk",
-        {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": "x", "y": 1}},
-    )
-    with pytest.raises(ScriptError, match="unknown field `y`"):
-        derive_script(read_log(log.write(tmp_path / "s.jsonl")))
+    for chunk in text_call("x"):
+        with_extra = {**msgspec.to_builtins(chunk), "y": {"nested": [1]}}
+        log.add("assistant/chunk", {"turn": 1, "step": 1, "chunk": with_extra})
+    script = derive_script(read_log(log.write(tmp_path / "s.jsonl")))
+    assert [entry.finish_kind for entry in script.entries] == ["stop"]
+    bad = LogBuilder().add("turn/start", {"turn": 1}).add("step/start", {"turn": 1, "step": 1})
+    bad.add("assistant/chunk", {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": 1}})
+    with pytest.raises(ScriptError, match=r"Expected `str`, got `int`"):
+        derive_script(read_log(bad.write(tmp_path / "bad.jsonl")))
 
 
 def test_a_torn_log_refuses_its_last_stream(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from acp.schema import (
 )
 
 from plugins.acp import SessionUpdates, stop_reason, tool_kind, tool_title
-from runtime.agent import TurnOutcome
+from runtime.agent import OutcomeKind, TurnOutcome
 from runtime.llm import LlmFailure
 from runtime.session import StoredEvent
 
@@ -63,6 +63,7 @@ ASSISTANT = event(
             {"type": "reasoning", "text": "hm"},
             {"type": "text", "text": "done"},
             {"type": "tool-call", "id": "c1", "name": "read", "arguments": "{}"},
+            source={"kind": "model", "provider": "p", "model": "m"},
         ),
     },
 )
@@ -202,7 +203,7 @@ def test_tool_titles_and_kinds(name: str, arguments: dict[str, Any], title: str,
         ("error", "MAX_STEPS", "max_turn_requests"),
     ],
 )
-def test_stop_reasons(kind: str, code: str | None, reason: str) -> None:
+def test_stop_reasons(kind: OutcomeKind, code: str | None, reason: str) -> None:
     failure = LlmFailure(message="m", code=code) if code else None
     assert stop_reason(TurnOutcome(turn=3, kind=kind, failure=failure), "s") == reason
 

@@ -54,7 +54,7 @@ def nodes(messages: list[Message]) -> list[Node]:
         if isinstance(message, AssistantMessage):
             kind = "assistant/message"
         encoded = msgspec.json.encode(message).decode()
-        out.append(Node.of(seq, kind, encoded, encoded, METER))
+        out.append(Node.of(seq, kind, encoded, message, METER))
     return out
 
 

@@ -22,8 +22,16 @@ _WIRE_REASONS = {"stop": "stop", "tool-calls": "tool_calls", "max-tokens": "leng
 
 
 def replayable(call: Call) -> bool:
+    """Whether DeepSeek SSE can give these chunks: a finished call whose every block streamed a delta and ended
+    (the mapping opens a block on its first non-empty delta and ends every open block at `[DONE]`; an authored
+    stream cut inside a block, or a block with no delta, is another adapter's)."""
     finish = call.finish
     if finish is None:
+        return False
+    started = {c["index"] for c in call.chunks if c["type"] == "block-start"}
+    streamed = {c["index"] for c in call.chunks if c["type"].endswith("-delta")}
+    ended = {c["index"] for c in call.chunks if c["type"] == "block-end"}
+    if not started <= streamed & ended:
         return False
     reason = finish["reason"]
     return reason["kind"] in _WIRE_REASONS or reason["failure"]["code"] == "EMPTY_RESPONSE"

@@ -193,6 +193,23 @@ async def test_an_unsupported_reasoning_effort_is_refused_before_any_request() -
     assert reason.failure.code == "UNSUPPORTED_REASONING_EFFORT"
 
 
+async def test_an_image_without_its_bytes_is_refused_before_any_request() -> None:
+    # the original's web app logs an uploaded image as an attachment reference; dsh keeps it but cannot send it
+    image = ImageBlock(attachment={"attachmentId": "sha256:ab", "mediaType": "image/png"})
+    request = LlmRequest(
+        provider="test",
+        model="m",
+        messages=(UserMessage(id=MessageId("u"), content=(TextBlock("see"), image)),),
+    )
+    async with loopback(Reply()) as server:
+        (chunk,) = await collect(server.base_url, request)
+        assert server.requests == []
+    reason = getattr(chunk, "reason", None)
+    assert isinstance(reason, FinishError)
+    assert reason.failure.code == "UNSUPPORTED_CONTENT"
+    assert "sha256:ab" in reason.failure.message
+
+
 async def test_a_route_without_a_key_sends_no_authorization_and_its_own_headers() -> None:
     async with loopback(Reply(parts=[sse(wire(content="ok", finish="stop"))])) as server:
         await collect(server.base_url, env={}, api_key_env=None, headers={"x-extra": "1"})

@@ -105,3 +105,26 @@ async def test_a_fork_inherits_the_context_and_does_not_repeat_it(tmp_path: Path
             await child.run("two")
         logged = contexts(ctx.get(STORE), child.id)
     assert len(logged) == 1
+
+
+async def test_what_the_loop_reads_back_is_the_logs_state_and_no_one_can_assign_it(tmp_path: Path) -> None:
+    adapter = ScriptedAdapter([text("a"), text("b"), text("c")], window=64_000)
+    with host(tmp_path, adapter) as ctx:
+        agents = ctx.get(AGENTS)
+        async with agents.create(OPTIONS) as agent:
+            await agent.run("one")
+            await agent.run("two")  # the same header: not logged again
+            state = agent.log.state
+            assert state.header_written
+            assert (agent.header, agent.request_context) == (state.header, state.request_context)
+            for name in ("header", "request_context", "snapshot"):
+                with pytest.raises(AttributeError):
+                    setattr(agent, name, None)
+        async with agents.resume(agent.id, OPTIONS) as resumed:
+            assert not resumed.log.state.header_written  # a new run: its first header is a `resume`
+            assert resumed.header == agent.header
+            await resumed.run("three")
+        reasons = [
+            json.loads(e.data)["reason"] for e in ctx.get(STORE).events(agent.id, types=("request/header",))
+        ]
+    assert reasons == ["initial", "resume"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,8 +21,23 @@ from runtime.agent import (
     StepGate,
 )
 from runtime.kernel import Next
-from runtime.llm import AssistantMessage, TextBlock, ToolResultBlock, UserMessage
+from runtime.llm import (
+    AssistantMessage,
+    BlockEnd,
+    BlockStart,
+    CallId,
+    Finish,
+    FinishMaxTokens,
+    StreamChunk,
+    TextBlock,
+    TextDelta,
+    ToolCallDelta,
+    ToolResultBlock,
+    UserMessage,
+)
 from runtime.session import STORE
+from runtime.session import AssistantMessage as ModelMessage
+from runtime.tools import Tool, ToolContext
 
 from .harness import (
     MODEL,
@@ -182,6 +198,46 @@ async def test_max_tokens_drops_tool_calls_and_ends_the_turn_max_tokens(tmp_path
         types = event_types(ctx.get(STORE), agent.id)
     assert outcome.kind == "max-tokens"
     assert "tool/call" not in types
+
+
+async def test_the_output_limit_inside_a_streaming_tool_call_discards_the_call_and_keeps_the_text(
+    tmp_path: Path,
+) -> None:
+    ran: list[str] = []
+
+    async def execute(arguments: dict[str, Any], context: ToolContext) -> str:
+        ran.append(str(arguments))
+        return "ran"
+
+    tool = Tool(name="echo", description="Echo.", parameters={"type": "object"}, execute=execute)
+
+    cut: list[StreamChunk] = [
+        BlockStart(index=0, block_type="text"),
+        TextDelta(index=0, text="Starting the write now."),
+        BlockEnd(index=0, block=TextBlock("Starting the write now.")),
+        BlockStart(index=1, block_type="tool-call"),
+        ToolCallDelta(index=1, id=CallId("cut"), name="echo", arguments_delta='{"text": "hal'),
+        Finish(
+            reason=FinishMaxTokens(), replay_state={"response": {"v": 2}, "blocks": [{"type": "text"}, {}]}
+        ),
+    ]
+    adapter = ScriptedAdapter([cut, text("summary")])
+    with host(tmp_path, adapter, tool_list=[tool]) as ctx:
+        async with ctx.get(AGENTS).create(OPTIONS) as agent:
+            first = await agent.run("go")
+            second = await agent.run("continue")
+            history = agent.messages()
+        store = ctx.get(STORE)
+        types = event_types(store, agent.id)
+        [message] = [e.view() for e in store.events(agent.id, types=("assistant/message",))][:1]
+    assert (first.kind, first.text, second.kind) == ("max-tokens", "Starting the write now.", "completed")
+    assert ran == []
+    assert "tool/call" not in types
+    assert "tool/result" not in types
+    assert isinstance(message, ModelMessage)
+    assert message.data.message.content == (TextBlock("Starting the write now."),)
+    assert message.data.message.source.replay_state == {"response": {"v": 2}, "blocks": [{"type": "text"}]}
+    assert [type(m).__name__ for m in history] == ["UserMessage", "AssistantMessage"] * 2
 
 
 async def test_a_cwd_persona_without_cwd_fails_the_turn_before_any_model_call(tmp_path: Path) -> None:

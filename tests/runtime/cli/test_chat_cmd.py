@@ -11,6 +11,7 @@ import anyio
 import pexpect
 import pytest
 
+from runtime.llm import TextBlock, UserSource
 from runtime.session import SessionStore
 from tests.plugins.llm_openai.loopback import loopback
 from tests.runtime.cli.helpers import DSH, answer, bash_call, deployment, partial_then_hang, plain_env
@@ -230,9 +231,9 @@ async def test_line_editing_keeps_only_the_text_and_a_history_beside_the_store(
         typed = [
             block.text
             for event in opened.events(session, types=("user/message",))
-            if (message := event.decode_data()).source is not None and message.source.kind == "user"
+            if isinstance((message := event.decode_data()).source, UserSource)
             for block in message.content
-            if block.type == "text"
+            if isinstance(block, TextBlock)
         ]
     assert typed == ["aXbc", "aXbc", "three\nand four", "aXbc"]
     assert "+aXbc" in (tmp_path / "sessions.db.chat-history").read_text()
@@ -278,9 +279,9 @@ async def test_a_line_typed_during_a_turn_is_queued_and_runs_next(tmp_path: Path
         typed = [
             block.text
             for event in opened.events(session, types=("user/message",))
-            if (message := event.decode_data()).source is not None and message.source.kind == "user"
+            if isinstance((message := event.decode_data()).source, UserSource)
             for block in message.content
-            if block.type == "text"
+            if isinstance(block, TextBlock)
         ]
         ends = [e.decode_data().reason.kind for e in opened.events(session, types=("turn/end",))]
     assert typed == ["first", "then this"]

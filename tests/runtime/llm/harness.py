@@ -8,6 +8,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
+from runtime.session import decode_data
+
 HARNESS = Path(__file__).resolve().parents[3] / "fixtures" / "harness"
 # Recorded logs only: `*.expected.jsonl` files are the original's expected outputs (a repaired log holds an
 # unfinished stream), not recordings of model calls.
@@ -74,7 +78,10 @@ def recorded_calls(path: Path) -> list[Call]:
         if event["type"] == "assistant/message":
             data = event["data"]
             owner = next(c for c in reversed(calls) if c.key == (data["turn"], data["step"]))
-            owner.message, owner.usage = data["message"], data.get("usage")
+            # read through the log's event table, which converts the older shapes the original still reads
+            typed = decode_data("assistant/message", json.dumps(data), event["seq"])
+            owner.message = msgspec.json.decode(msgspec.json.encode(typed.message))
+            owner.usage = data.get("usage")
             owner.interrupted = bool(data.get("interrupted"))
     return calls
 

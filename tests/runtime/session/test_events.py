@@ -9,6 +9,7 @@ import msgspec
 from hypothesis import given
 from hypothesis import strategies as st
 
+from runtime.llm import TextBlock
 from runtime.session import (
     FORMAT_VERSION,
     CompactionEnd,
@@ -102,6 +103,7 @@ def test_the_typed_compaction_view_keeps_every_recorded_field() -> None:
     assert isinstance(summary, CompactionSummary)
     assert summary.data.llm_stream_call is True
     assert summary.data.raw_output is not None
+    assert isinstance(summary.data.raw_output[0], TextBlock)
     assert summary.data.raw_output[0].text == "The request established a durable compaction premise."
     assert summary.data.shadowed_range == ShadowedRange(start=4, end=4)
     assert summary.data.usage is not None

@@ -10,9 +10,9 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from runtime.llm import ReasoningDelta
 from runtime.session import (
     LogFormatError,
-    ReasoningDelta,
     SessionStoreProtocol,
     StoredEvent,
     UnsupportedVersionError,
@@ -177,6 +177,34 @@ BAD_FILES = {
         2,
         "envelope.legacy",
     ),
+    "bad chunk": (
+        [
+            HEADER,
+            *TURN[:2],
+            b'{"type":"assistant/chunk","seq":2,"time":1,"data":{"turn":1,"step":1,"chunk":{"type":"text-delta"}}}',
+        ],
+        4,
+        "data.schema",
+    ),
+    "assistant message without its model": (
+        [
+            HEADER,
+            *TURN[:2],
+            b'{"type":"assistant/message","seq":2,"time":1,"data":{"turn":1,"step":1,"message":{"id":"a",'
+            b'"role":"assistant","content":[],"source":{"kind":"model","provider":"p"}}},"surfaceOp":"append"}',
+        ],
+        4,
+        "data.schema",
+    ),
+    "unknown turn end kind": (
+        [
+            HEADER,
+            TURN[0],
+            b'{"type":"turn/end","seq":1,"time":1,"data":{"turn":1,"reason":{"kind":"paused"}}}',
+        ],
+        3,
+        "data.schema",
+    ),
     "blank line inside": ([HEADER, TURN[0], b"", TURN[1]], 3, "line.blank"),
     "malformed packed row": (
         [
@@ -202,6 +230,20 @@ def test_a_bad_file_is_refused_with_its_line_and_rule_and_the_store_is_unchanged
     assert (raised.value.line, raised.value.rule) == (line, rule)
     assert f"{path}:{line}:" in str(raised.value)
     assert snapshot_rows(backend) == before
+
+
+def test_a_header_without_delegation_depth_reads_as_a_top_level_session(
+    store: SessionStoreProtocol, tmp_path: Path
+) -> None:
+    # the original's web app and headless agent do not write it; its reader defaults it to 0
+    path = _write(tmp_path, b'{"type":"session","version":0,"id":"w","createdAt":5,"agentPreset":"x"}', *TURN)
+    info = import_jsonl(store, path)
+    assert (info.delegation_depth, info.seed_length, info.cwd, info.parent_id) == (0, None, None, None)
+    header = json.loads(_export(store, info.id).splitlines()[0])
+    assert (header["delegationDepth"], header["agentPreset"]) == (
+        0,
+        "x",
+    )  # written on disk, as the original does
 
 
 @pytest.mark.parametrize(("version", "direction"), [(1, "newer"), (-1, "older")])

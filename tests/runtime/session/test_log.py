@@ -5,6 +5,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
+from runtime.llm import TextDelta
 from runtime.session import (
     AssistantChunk,
     AssistantChunkData,
@@ -13,7 +14,6 @@ from runtime.session import (
     SessionBusyError,
     SessionStoreProtocol,
     StoredEvent,
-    TextDelta,
     TurnStart,
     TurnStartData,
     UserMessage,

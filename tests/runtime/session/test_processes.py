@@ -88,7 +88,7 @@ def test_sigkill_mid_stream_keeps_every_flushed_event_and_the_next_holder_repair
         appended = anyio.run(_repair_as_next_holder, store, session)
         assert [e.type for e in appended] == ["step/end", "turn/end", "session/end-seed"]
         assert json.loads(appended[1].data)["reason"] == {"kind": "interrupted"}
-        assert [m.view().role for m in project(store.events(session)).messages] == ["user"]
+        assert [type(m.view()).__name__ for m in project(store.events(session)).messages] == ["UserMessage"]
 
 
 def test_four_processes_append_to_four_sessions_of_one_store(backend: Backend) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from runtime.llm import ToolCallBlock, ToolResultBlock
 from runtime.session import SessionStoreProtocol, import_jsonl, open_log, project, resume
 from tests.strategies import TurnSpec, turn_events
 
@@ -57,6 +58,6 @@ async def test_after_repair_the_projection_pairs_every_tool_call(store: SessionS
     async with open_log(store, session.id) as log:
         assert log.state.open_turn is None
     messages = [m.view() for m in project(store.events(session.id)).messages]
-    calls = [b.id for m in messages for b in m.content if b.type == "tool-call"]
-    results = [b.tool_call_id for m in messages for b in m.content if b.type == "tool-result"]
+    calls = [b.id for m in messages for b in m.content if isinstance(b, ToolCallBlock)]
+    results = [b.tool_call_id for m in messages for b in m.content if isinstance(b, ToolResultBlock)]
     assert calls == results == ["call-1-0", "call-1-1"]

@@ -12,12 +12,12 @@ import sys
 import anyio
 import anyio.to_thread
 
+from runtime.llm import TextDelta
 from runtime.session import (
     AssistantChunk,
     AssistantChunkData,
     StepData,
     StepStart,
-    TextDelta,
     TurnStart,
     TurnStartData,
     open_log,

@@ -1,0 +1,96 @@
+"""One Struct per wire tag: the session log's event types, and every message, block, source, chunk and reason they
+hold, are declared once (in runtime.session's event table and the runtime.llm types it uses); no module anywhere in
+runtime/, plugins/ or replay/ declares a second Struct for one of their tags."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from types import ModuleType
+
+import msgspec
+import msgspec.inspect as mi
+
+from runtime.session import EVENT_TYPES, Event, SessionHeader
+
+Key = tuple[str, str]
+
+OTHER_FORMATS = {
+    "replay._overrides": "override.json, whose `op` tags (replace, patch, ...) are its own vocabulary"
+}
+"""Modules that declare another file format's tagged Structs: a tag there names no session-log object."""
+
+
+def _modules() -> list[ModuleType]:
+    modules: list[ModuleType] = []
+    for root in ("runtime", "plugins", "replay"):
+        package = importlib.import_module(root)
+        modules.append(package)
+        for info in pkgutil.walk_packages(package.__path__, prefix=f"{root}."):
+            modules.append(importlib.import_module(info.name))
+    return modules
+
+
+def _tagged_structs() -> list[type[msgspec.Struct]]:
+    found: list[type[msgspec.Struct]] = []
+    for module in _modules():
+        for value in vars(module).values():
+            if (
+                isinstance(value, type)
+                and issubclass(value, msgspec.Struct)
+                and value.__module__ == module.__name__
+                and value.__struct_config__.tag_field is not None
+            ):
+                found.append(value)
+    return found
+
+
+def _key(cls: type[msgspec.Struct]) -> Key:
+    config = cls.__struct_config__
+    return (str(config.tag_field), str(config.tag))
+
+
+def _wire_structs() -> dict[Key, type[msgspec.Struct]]:
+    """Every tagged Struct reachable from the event table (and the header), by (tag field, tag)."""
+    seen: dict[Key, type[msgspec.Struct]] = {}
+    stack: list[mi.Type] = list(mi.multi_type_info([*EVENT_TYPES.values(), SessionHeader]))
+    visited: set[int] = set()
+    while stack:
+        info = stack.pop()
+        if id(info) in visited:
+            continue
+        visited.add(id(info))
+        if isinstance(info, mi.StructType):
+            if info.tag_field is not None:
+                other = seen.setdefault((info.tag_field, str(info.tag)), info.cls)
+                assert other is info.cls, (
+                    f"{other} and {info.cls} share the wire tag {info.tag_field}={info.tag}"
+                )
+            stack.extend(field.type for field in info.fields)
+        else:
+            for name in ("types", "item_type", "key_type", "value_type", "item_types"):
+                inner = getattr(info, name, None)
+                if isinstance(inner, mi.Type):
+                    stack.append(inner)
+                elif isinstance(inner, tuple):
+                    stack.extend(t for t in inner if isinstance(t, mi.Type))
+    return seen
+
+
+def test_the_event_table_holds_one_struct_per_event_tag() -> None:
+    assert all(str(cls.__struct_config__.tag) == tag for tag, cls in EVENT_TYPES.items())
+    assert len(set(EVENT_TYPES.values())) == len(EVENT_TYPES)
+
+
+def test_no_module_declares_a_second_struct_for_a_wire_tag() -> None:
+    wire = _wire_structs()
+    assert {"text", "tool-call", "block-start", "finish", "user", "model"} <= {tag for _, tag in wire}
+    events = set(EVENT_TYPES.values())
+    duplicates = []
+    for cls in _tagged_structs():
+        if issubclass(cls, Event) and cls is not Event and cls not in events:
+            duplicates.append(f"{cls.__module__}.{cls.__qualname__} (event {_key(cls)[1]})")
+        owner = wire.get(_key(cls))
+        if owner is not None and owner is not cls and cls.__module__ not in OTHER_FORMATS:
+            duplicates.append(f"{cls.__module__}.{cls.__qualname__} re-declares {owner.__qualname__}")
+    assert duplicates == []
