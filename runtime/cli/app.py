@@ -46,7 +46,7 @@ CORE_COMMANDS: dict[str, _Lazy] = {
     ),
     "config": _Lazy("runtime.cli.config_cmd:config_app", "Deployment config files."),
     "sessions": _Lazy(
-        "runtime.cli.sessions_cmd:sessions_app", "Session logs: list, show, export, import, fork."
+        "runtime.cli.sessions_cmd:sessions_app", "Session logs: list, show, export, import, fork, copy, tail."
     ),
 }
 """The core commands, in the order `dsh --help` lists them; a test checks each summary is its command's own."""

@@ -17,6 +17,7 @@ __all__ = [
     "SessionExistsError",
     "SessionInUseError",
     "SessionNotFoundError",
+    "StoreConnectError",
     "StoreSchemaError",
     "UnsupportedVersionError",
 ]
@@ -171,3 +172,14 @@ class LeaseLostError(SessionError):
             "events (open the session again to continue it)"
         )
         self.session_id = session_id
+
+
+class StoreConnectError(SessionError, ConnectionError):
+    """A store's database cannot be reached; `location` is printable (a URL without its password)."""
+
+    code = "STORE_CONNECT"
+
+    def __init__(self, location: str, reason: str) -> None:
+        super().__init__(f"cannot open the session store {location}: {reason}")
+        self.location = location
+        self.reason = reason

@@ -24,8 +24,6 @@ from typing import Any
 import msgspec
 import sqlite_utils
 
-from runtime.kernel import ServiceKey
-
 from ._errors import (
     InvalidBoundaryError,
     LeaseLostError,
@@ -42,7 +40,6 @@ from ._services import Clock, IdMinter, SessionId, SystemClock, UuidIds
 __all__ = [
     "LEASE_TTL_MS",
     "SCHEMA_VERSION",
-    "STORE",
     "EventRow",
     "Lease",
     "SessionInfo",
@@ -318,6 +315,11 @@ class SessionStore:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute(f"PRAGMA synchronous = {self._synchronous}")
         return conn
+
+    @property
+    def location(self) -> str:
+        """The store's file, printable."""
+        return str(self.path)
 
     def close(self) -> None:
         with self._lock:
@@ -595,6 +597,28 @@ class SessionStore:
             raise
         conn.execute("COMMIT")
 
+    def wait_for_events(self, session_id: str, length: int, timeout: float) -> None:
+        """Poll the WAL file (and the database file) until either changes, or `timeout` seconds pass."""
+        files = (self.path, self.path.with_name(self.path.name + "-wal"))
+
+        def marks() -> tuple[tuple[int, int], ...]:
+            stats = []
+            for file in files:
+                try:
+                    stat = file.stat()
+                except FileNotFoundError:  # no WAL file between checkpoints: its absence is a mark too
+                    stats.append((-1, -1))
+                else:
+                    stats.append((stat.st_mtime_ns, stat.st_size))
+            return tuple(stats)
+
+        before = marks()
+        if self.length(session_id) > length:
+            return
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and marks() == before:
+            time.sleep(0.02)
+
     def import_session(self, info: SessionInfo, events: Iterable[StoredEvent]) -> SessionInfo:
         """Create a session and insert its events in one transaction; if `events` raises, nothing is kept."""
         with self._write() as conn:
@@ -734,9 +758,3 @@ class SessionStore:
             if row is not None:
                 return int(row[0]) if row[1] == "turn/start" else None
         return None
-
-
-STORE = ServiceKey[SessionStore]("session-store")
-"""The store agents log to. The host (the `dsh` command, a test, an embedding application) provides it on the root
-context before loading a deployment: where sessions live, and the clock and ids they are stamped with, are the
-host's choice, not a deployment's."""
