@@ -153,7 +153,7 @@ class LogGapError(SessionError):
         where = "the log starts at" if after < 0 else f"seq {after} is followed by"
         super().__init__(
             f'session "{session_id}" has a gap in its log: {where} seq {next} ({missing} missing); dsh writes '
-            "seqs contiguous from 0, so the store was changed by another SQLite client"
+            "seqs contiguous from 0, so another client of the store wrote or removed events"
         )
         self.session_id = session_id
         self.after = after
