@@ -8,8 +8,8 @@ from contextlib import asynccontextmanager
 
 from runtime.kernel import Context, NoConfig, Plugin, ServiceKey
 from runtime.llm import LLM
-from runtime.prompt import PERSONA_SECTION, SYSTEM_PROMPT, AssembleContext, PromptSection
-from runtime.session import STORE, SessionStore, SpawnedBy, open_log
+from runtime.prompt import SYSTEM_PROMPT, AssembleContext
+from runtime.session import STORE, SessionStoreProtocol, SpawnedBy, open_log
 from runtime.tools import TOOLS
 
 from ._agent import Agent, AgentOptions
@@ -19,9 +19,9 @@ __all__ = ["AGENTS", "AgentRegistry", "last_turn_end", "plugin"]
 
 class AgentRegistry:
     """The live agents of one host. Each agent is an async context: leaving it flushes and closes its log and
-    disposes its scope (its persona, tools and listeners)."""
+    disposes its scope (its tools and listeners)."""
 
-    def __init__(self, ctx: Context, store: SessionStore) -> None:
+    def __init__(self, ctx: Context, store: SessionStoreProtocol) -> None:
         self._ctx = ctx
         self.store = store
         self._live: dict[str, Agent] = {}
@@ -101,8 +101,6 @@ class AgentRegistry:
         async with open_log(self.store, session_id, repair=not fresh) as log:
             scope = self._ctx.scoped(f"agent:{session_id}")
             try:
-                if options.persona is not None:
-                    scope.get(SYSTEM_PROMPT).section(PromptSection(PERSONA_SECTION, 0, options.persona))
                 agent = Agent(self, scope, log, options, parent=parent)
                 self._live[session_id] = agent
                 yield agent
@@ -111,7 +109,7 @@ class AgentRegistry:
                 scope.dispose()
 
 
-def last_turn_end(store: SessionStore, session_id: str) -> int | None:
+def last_turn_end(store: SessionStoreProtocol, session_id: str) -> int | None:
     """The seq of the last `turn/end` of a session's log (None: no turn has completed)."""
     last = None
     for event in store.events(session_id, types=("turn/end",)):

@@ -51,7 +51,7 @@ CORE_COMMANDS: dict[str, LazyCommand] = {
     ),
     "config": LazyCommand("runtime.cli.config_cmd:config_app", "Deployment config files."),
     "sessions": LazyCommand(
-        "runtime.cli.sessions_cmd:sessions_app", "Session logs: list, show, export, import, fork."
+        "runtime.cli.sessions_cmd:sessions_app", "Session logs: list, show, export, import, fork, copy, tail."
     ),
 }
 """The core commands, in the order `dsh --help` lists them; a test checks each summary is its command's own."""

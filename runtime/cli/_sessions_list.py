@@ -1,19 +1,18 @@
 """`dsh sessions list` without typer or rich: the rows of the sessions table (each parent followed by its forks and
 subagents), the table drawn as rich draws it to a file, and the `--json` list. `sessions_cmd` builds its rich table
-from the same rows; `run_fast` answers `dsh sessions list [--store PATH] [--json]` from `_entry` before typer is
-imported, and leaves anything else (a terminal, which gets rich's styles; a table that would wrap; an error) to
-typer, which prints the same table, or the error, as it always has."""
+from the same rows; `run_fast` answers `dsh sessions list [--store STORE] [--json]` (or `$DSH_STORE`) from `_entry`
+before typer is imported, and leaves anything else (a terminal, which gets rich's styles; a table that would wrap;
+an error) to typer, which prints the same table, or the error, as it always has."""
 
 from __future__ import annotations
 
 import os
 import sys
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from runtime.session import SessionInfo, SessionStore
+    from runtime.session import SessionInfo, SessionStoreProtocol
 
 __all__ = [
     "COLUMNS",
@@ -77,7 +76,9 @@ def in_tree_order(sessions: list[SessionInfo]) -> list[tuple[SessionInfo, int]]:
     return ordered
 
 
-def session_rows(store: SessionStore, *, current: str | None = None) -> tuple[str, list[tuple[str, ...]]]:
+def session_rows(
+    store: SessionStoreProtocol, *, current: str | None = None
+) -> tuple[str, list[tuple[str, ...]]]:
     """The table's title and rows (one cell per column of `COLUMNS`): the store's sessions, oldest first, each
     parent's forks and subagents indented under it (`current`, when given, is marked with `*`)."""
     rows: list[tuple[str, ...]] = []
@@ -99,7 +100,7 @@ def info_json(info: SessionInfo, length: int) -> dict[str, Any]:
     return data
 
 
-def sessions_json(store: SessionStore) -> str:
+def sessions_json(store: SessionStoreProtocol) -> str:
     """`dsh sessions list --json`: every session, oldest first, with its event count."""
     import json  # the table never needs it
 
@@ -167,9 +168,10 @@ def _plain_stdout() -> bool:
         return False
 
 
-def _options(args: list[str]) -> tuple[Path | None, bool] | None:
-    """`--store PATH` and `--json` as typer would read them, or None for anything else (typer's to answer)."""
-    store: Path | None = None
+def _options(args: list[str]) -> tuple[str | None, bool] | None:
+    """`--store STORE` (else `$DSH_STORE`) and `--json` as typer would read them, or None for anything else
+    (typer's to answer)."""
+    store: str | None = None
     as_json = False
     rest = list(args)
     while rest:
@@ -177,11 +179,15 @@ def _options(args: list[str]) -> tuple[Path | None, bool] | None:
         if arg == "--json" and not as_json:
             as_json = True
         elif arg.startswith("--store=") and store is None and len(arg) > len("--store="):
-            store = Path(arg.removeprefix("--store="))
+            store = arg.removeprefix("--store=")
         elif arg == "--store" and store is None and rest and rest[0] and not rest[0].startswith("-"):
-            store = Path(rest.pop(0))
+            store = rest.pop(0)
         else:
             return None
+    if store is None and "DSH_STORE" in os.environ:
+        store = os.environ["DSH_STORE"]
+        if not store:
+            return None  # an empty $DSH_STORE: whatever click makes of it
     return store, as_json
 
 

@@ -1,4 +1,4 @@
-"""`dsh sessions list | show | export | import | fork`: the session store from the command line."""
+"""`dsh sessions list | show | export | import | fork | copy | tail`: the session store from the command line."""
 
 from __future__ import annotations
 
@@ -15,7 +15,14 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from runtime.host import ByteProgress, StoreOption, open_store, resolve_session, terminal_stderr
+from runtime.host import (
+    ByteProgress,
+    StoreOption,
+    count_progress,
+    open_store,
+    resolve_session,
+    terminal_stderr,
+)
 from runtime.jsonlines import MAX_LINE, JsonLimits
 from runtime.kernel.errors import SessionError
 from runtime.llm import Message, ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
@@ -23,7 +30,7 @@ from runtime.session import (
     AssistantMessage,
     SessionEndSeed,
     SessionInfo,
-    SessionStore,
+    SessionStoreProtocol,
     StepEnd,
     StepStart,
     StoredEvent,
@@ -33,9 +40,15 @@ from runtime.session import (
     TurnEndReason,
     TurnStart,
     UserMessage,
+    copy_plan,
+    copy_sessions,
+    event_line,
     export_jsonl,
+    follow,
     import_jsonl,
+    own_events,
     project,
+    redact_url,
 )
 
 from ._sessions_list import COLUMNS, info_json, link, session_rows, sessions_json, when
@@ -43,7 +56,7 @@ from ._sessions_list import COLUMNS, info_json, link, session_rows, sessions_jso
 __all__ = ["sessions_app", "sessions_table"]
 
 sessions_app = typer.Typer(
-    help="Session logs: list, show, export, import, fork.\n\nExample: dsh sessions list --store sessions.db",
+    help="Session logs: list, show, export, import, fork, copy, tail.\n\nExample: dsh sessions list --store sessions.db",
     no_args_is_help=True,
 )
 
@@ -51,7 +64,7 @@ sessions_app = typer.Typer(
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 
 
-def _open(store: Path | None, session_id: str | None = None) -> SessionStore:
+def _open(store: str | None, session_id: str | None = None) -> SessionStoreProtocol:
     return open_store(store, looking_for=session_id)
 
 
@@ -59,7 +72,7 @@ def _events(count: int) -> str:
     return f"{count} event{'' if count == 1 else 's'}"
 
 
-def sessions_table(store: SessionStore, *, current: str | None = None) -> Table:
+def sessions_table(store: SessionStoreProtocol, *, current: str | None = None) -> Table:
     """The store's sessions, oldest first, each parent's forks and subagents indented under it, as a table
     (`current`, when given, is marked with `*`)."""
     title, rows = session_rows(store, current=current)
@@ -103,7 +116,7 @@ class _Node:
         return f"{info.id}  {link(info)}, depth {info.delegation_depth}, {_events(self.length)}"
 
 
-def _child_tree(store: SessionStore, info: SessionInfo, seen: set[str] | None = None) -> list[_Node]:
+def _child_tree(store: SessionStoreProtocol, info: SessionInfo, seen: set[str] | None = None) -> list[_Node]:
     """The forks and subagents of a session, recursively (a session met twice is shown once)."""
     seen = seen if seen is not None else {info.id}
     nodes = []
@@ -342,3 +355,71 @@ def fork(
         typer.echo(json.dumps({"id": child.id, "seedLength": child.seed_length}))
     else:
         typer.echo(f"forked {session_id} at seq {(child.seed_length or 0) - 1} as session {child.id}")
+
+
+@sessions_app.command("copy")
+def copy(
+    source: Annotated[
+        str, typer.Argument(metavar="SRC", help="The store to copy from: a file or a postgresql:// URL.")
+    ],
+    target: Annotated[
+        str, typer.Argument(metavar="DST", help="The store to copy into: a file or a postgresql:// URL.")
+    ],
+    session_ids: Annotated[
+        list[str] | None,
+        typer.Option("--session", help="Copy only this session (and the parents it forks from); repeatable."),
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Copy sessions between two stores, keeping their ids, forks and child links (a fork stays a reference to
+    its parent, copied first). A session DST already holds is refused before anything is copied. Shows a bar of
+    the events copied on stderr, when stderr is a terminal.
+
+    Example: dsh sessions copy ~/.local/share/dsh/sessions.db postgresql://dsh@db.internal/dsh
+    """
+    with open_store(source) as src, open_store(target) as dst:
+        plan = copy_plan(src, session_ids)
+        console = terminal_stderr()
+        with count_progress(console or Console(stderr=True), disable=console is None) as bar:
+            task = bar.add_task(f"copying {len(plan)} sessions", total=own_events(src, plan))
+            copied = copy_sessions(src, dst, plan, progress=lambda done: bar.update(task, completed=done))
+    if as_json:
+        typer.echo(json.dumps({"sessions": [info.id for info in plan], "events": copied}))
+    else:
+        typer.echo(
+            f"copied {len(plan)} sessions ({copied} events) from {redact_url(source)} to {redact_url(target)}"
+        )
+
+
+@sessions_app.command("tail")
+def tail(
+    session_id: Annotated[str, typer.Argument(metavar="ID", help="The session to follow.")],
+    start: Annotated[
+        int | None,
+        typer.Option(
+            "--from", help="Start at this seq (default: the open turn's start, else the log's end)."
+        ),
+    ] = None,
+    follow_on: Annotated[
+        bool, typer.Option("--follow", help="Keep following after the turn ends, until Ctrl-C.")
+    ] = False,
+    store: StoreOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Print a session's events as another process appends them (from any host sharing the store), until the
+    turn ends or Ctrl-C. `--json` prints each event as a JSONL line of the log format.
+
+    Example: dsh sessions tail 01J5Z3... --store postgresql://dsh@db.internal/dsh
+    """
+    console = Console()
+    with _open(store, session_id) as opened:
+        session_id = resolve_session(opened, session_id)
+        try:
+            for event in follow(opened, session_id, start=start, until_turn_end=not follow_on):
+                if as_json:
+                    sys.stdout.buffer.write(event_line(event) + b"\n")
+                    sys.stdout.buffer.flush()
+                else:
+                    _render(console, event, {})
+        except KeyboardInterrupt:  # Ctrl-C is how a user stops following: end quietly, as `tail -f` does
+            raise typer.Exit(130) from None

@@ -2,6 +2,9 @@
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the names for type checkers; at run time each is imported on first use
+    from ._copy import copy_plan as copy_plan
+    from ._copy import copy_sessions as copy_sessions
+    from ._copy import own_events as own_events
     from ._errors import InvalidBoundaryError as InvalidBoundaryError
     from ._errors import LeaseLostError as LeaseLostError
     from ._errors import LogFormatError as LogFormatError
@@ -12,6 +15,7 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from ._errors import SessionExistsError as SessionExistsError
     from ._errors import SessionInUseError as SessionInUseError
     from ._errors import SessionNotFoundError as SessionNotFoundError
+    from ._errors import StoreConnectError as StoreConnectError
     from ._errors import StoreSchemaError as StoreSchemaError
     from ._errors import UnsupportedVersionError as UnsupportedVersionError
     from ._events import EVENT_TYPES as EVENT_TYPES
@@ -77,16 +81,22 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from ._events import data_type as data_type
     from ._events import decode_data as decode_data
     from ._events import encode_data as encode_data
+    from ._jsonl import event_line as event_line
     from ._jsonl import export_jsonl as export_jsonl
     from ._jsonl import import_jsonl as import_jsonl
     from ._jsonl import read_jsonl as read_jsonl
     from ._jsonl import write_jsonl as write_jsonl
     from ._log import SessionLog as SessionLog
     from ._log import open_log as open_log
+    from ._open import is_postgres_url as is_postgres_url
+    from ._open import open_store as open_store
+    from ._open import redact_url as redact_url
     from ._projection import PROJECTED_TYPES as PROJECTED_TYPES
     from ._projection import ProjectedMessage as ProjectedMessage
     from ._projection import Projection as Projection
     from ._projection import project as project
+    from ._protocol import STORE as STORE
+    from ._protocol import SessionStoreProtocol as SessionStoreProtocol
     from ._repair import closers as closers
     from ._repair import load_state as load_state
     from ._repair import resume as resume
@@ -102,11 +112,12 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from ._services import UuidIds as UuidIds
     from ._store import LEASE_TTL_MS as LEASE_TTL_MS
     from ._store import SCHEMA_VERSION as SCHEMA_VERSION
-    from ._store import STORE as STORE
     from ._store import Lease as Lease
     from ._store import SessionInfo as SessionInfo
     from ._store import SessionStore as SessionStore
     from ._store import SpawnedBy as SpawnedBy
+    from ._tail import follow as follow
+    from ._tail import tail_start as tail_start
 
 __all__ = [
     "AbortKind",
@@ -169,6 +180,7 @@ __all__ = [
     "SessionLog",
     "SessionNotFoundError",
     "SessionStore",
+    "SessionStoreProtocol",
     "SessionTitle",
     "SessionTitleData",
     "ShadowedRange",
@@ -176,6 +188,7 @@ __all__ = [
     "StepData",
     "StepEnd",
     "StepStart",
+    "StoreConnectError",
     "StoreSchemaError",
     "StoredEvent",
     "SubagentDescriptor",
@@ -202,21 +215,33 @@ __all__ = [
     "UserMessage",
     "UuidIds",
     "closers",
+    "copy_plan",
+    "copy_sessions",
     "core_event_types",
     "data_type",
     "decode_data",
     "encode_data",
+    "event_line",
     "export_jsonl",
+    "follow",
     "import_jsonl",
+    "is_postgres_url",
     "load_state",
     "open_log",
+    "open_store",
+    "own_events",
     "project",
     "read_jsonl",
+    "redact_url",
     "resume",
+    "tail_start",
     "write_jsonl",
 ]
 
 _LAZY = {
+    "copy_plan": "._copy",
+    "copy_sessions": "._copy",
+    "own_events": "._copy",
     "InvalidBoundaryError": "._errors",
     "LeaseLostError": "._errors",
     "LogFormatError": "._errors",
@@ -227,6 +252,7 @@ _LAZY = {
     "SessionExistsError": "._errors",
     "SessionInUseError": "._errors",
     "SessionNotFoundError": "._errors",
+    "StoreConnectError": "._errors",
     "StoreSchemaError": "._errors",
     "UnsupportedVersionError": "._errors",
     "EVENT_TYPES": "._events",
@@ -292,16 +318,22 @@ _LAZY = {
     "data_type": "._events",
     "decode_data": "._events",
     "encode_data": "._events",
+    "event_line": "._jsonl",
     "export_jsonl": "._jsonl",
     "import_jsonl": "._jsonl",
     "read_jsonl": "._jsonl",
     "write_jsonl": "._jsonl",
     "SessionLog": "._log",
     "open_log": "._log",
+    "is_postgres_url": "._open",
+    "open_store": "._open",
+    "redact_url": "._open",
     "PROJECTED_TYPES": "._projection",
     "ProjectedMessage": "._projection",
     "Projection": "._projection",
     "project": "._projection",
+    "STORE": "._protocol",
+    "SessionStoreProtocol": "._protocol",
     "closers": "._repair",
     "load_state": "._repair",
     "resume": "._repair",
@@ -317,11 +349,12 @@ _LAZY = {
     "UuidIds": "._services",
     "LEASE_TTL_MS": "._store",
     "SCHEMA_VERSION": "._store",
-    "STORE": "._store",
     "Lease": "._store",
     "SessionInfo": "._store",
     "SessionStore": "._store",
     "SpawnedBy": "._store",
+    "follow": "._tail",
+    "tail_start": "._tail",
 }
 """Where each public name lives: importing one submodule (or using one name) imports no other."""
 

@@ -362,3 +362,37 @@ async def test_loading_a_session_another_server_holds_is_refused_naming_the_hold
     assert response.stop_reason == "end_turn", "the holder's session is untouched"
     with SessionStore(store) as opened:
         assert [e.seq for e in opened.events(sid)] == list(range(opened.length(sid)))
+
+
+async def test_stdin_and_stdout_may_be_regular_files(tmp_path: Path) -> None:
+    """`dsh acp < requests.jsonl > answers.jsonl`: asyncio's pipe transports refuse regular files; dsh reads and
+    writes them directly."""
+    root = Path(__file__).parents[3]
+    requests = tmp_path / "requests.jsonl"
+    requests.write_text(
+        "".join(
+            json.dumps(request) + "\n"
+            for request in (
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "initialize",
+                    "params": {"protocolVersion": PROTOCOL_VERSION},
+                },
+                {
+                    "jsonrpc": "2.0",
+                    "id": 2,
+                    "method": "session/new",
+                    "params": {"cwd": str(tmp_path), "mcpServers": []},
+                },
+            )
+        )
+    )
+    answers = tmp_path / "answers.jsonl"
+    command = [*DSH, "acp", "--replay", str(root / "fixtures" / "harness" / "text-turn"), "--store"]
+    with requests.open("rb") as stdin, answers.open("wb") as stdout, anyio.fail_after(60):
+        await anyio.run_process(
+            [*command, str(tmp_path / "s.db")], stdin=stdin, stdout=stdout, env=plain_env()
+        )
+    answered = [json.loads(line) for line in answers.read_text().splitlines()]
+    assert [(m["id"], "result" in m) for m in answered] == [(1, True), (2, True)]

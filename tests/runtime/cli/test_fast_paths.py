@@ -6,6 +6,7 @@ what they cannot answer goes to typer."""
 from __future__ import annotations
 
 import io
+import json
 import subprocess
 import sys
 from importlib.metadata import entry_points
@@ -129,6 +130,22 @@ def test_dsh_sessions_list_answers_without_typer_rich_or_sqlite_utils(tmp_path: 
         app, [*args, "--store", str(db)], env={"COLUMNS": "200"}, catch_exceptions=False
     )
     assert fast.stdout == with_typer.output
+
+
+def test_the_fast_list_reads_dsh_store_as_typer_does(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    _family(db)
+    from_env = _dsh("sessions", "list", "--json", DSH_STORE=str(db))
+    assert from_env.stderr.strip().splitlines()[-1] == "[]"
+    assert [s["id"] for s in json.loads(from_env.stdout)] == [
+        "tree-1",
+        "tree-2",
+        "tree-3",
+        "tree-4",
+        "tree-5",
+    ]
+    given = _dsh("sessions", "list", "--json", "--store", str(db), DSH_STORE=str(tmp_path / "other.db"))
+    assert given.stdout == from_env.stdout
 
 
 def test_what_the_fast_list_cannot_answer_goes_to_typer(tmp_path: Path) -> None:

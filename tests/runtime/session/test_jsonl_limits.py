@@ -16,6 +16,13 @@ from tests.runtime.cli.helpers import DSH, plain_env
 
 from .conftest import snapshot_rows
 
+
+@pytest.fixture
+def store(sqlite_store: SessionStore) -> SessionStore:
+    """The SQLite store: the limits are the reader's, the same for every backend."""
+    return sqlite_store
+
+
 HEADER = b'{"type":"session","version":0,"id":"x","createdAt":5,"delegationDepth":0}'
 START = b'{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}'
 
