@@ -1,11 +1,12 @@
 """The `dsh` command table, importing nothing but `os` and `sys`: the core commands (name, target, one line of help),
 the commands that plugins add through the `dsh.commands` entry-point group (read from the installed distributions'
 `entry_points.txt` without `importlib.metadata`), the root options, and the root `dsh --help` rendered from them
-as plain text, so `dsh --help` answers before typer or rich is imported.
+as typer renders it (plain to a file, styled to a terminal), so `dsh --help` answers before typer or rich is
+imported.
 
-The typer app (`runtime.cli.app`) is built from this same table; `tests/runtime/cli` checks the plain help here is
-exactly what typer prints for it. The plain rendering is used only where typer's would be plain too (stdout not a
-terminal, no colour forced) and everything fits the width without wrapping; anything else goes to typer."""
+The typer app (`runtime.cli.app`) is built from this same table; `tests/runtime/cli` checks the help here is exactly
+what typer prints for it, plain and styled, at several widths. What is not copied here (typer shrinking a column to
+fit a narrow terminal, NO_COLOR's bold without colour, highlighting of text other than `--name`) goes to typer."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ __all__ = [
     "ROOT_OPTIONS",
     "LazyCommand",
     "entry_point_commands",
-    "plain_root_help",
+    "root_help",
 ]
 
 ENTRY_POINT_GROUP = "dsh.commands"
@@ -149,15 +150,84 @@ def _width() -> int:
     return 80
 
 
-def _plain_output() -> bool:
-    """Whether typer would print plain text here: stdout not a terminal, and no colour forced on it."""
-    forced = ("FORCE_COLOR", "PY_COLORS", "GITHUB_ACTIONS", "TTY_COMPATIBLE", "TTY_INTERACTIVE")
-    if any(os.environ.get(name) for name in forced):
-        return False
+def _output_style() -> str | None:
+    """How typer would print to stdout here: "plain" (not a terminal, no colour forced), "styled" (a terminal, or
+    colour forced, with colour), or None for what this module leaves to typer (NO_COLOR's bold without colour, a
+    dumb terminal, rich's TTY_* switches)."""
+    if any(name in os.environ for name in ("TTY_COMPATIBLE", "TTY_INTERACTIVE")):
+        return None
+    if os.environ.get("_TYPER_FORCE_DISABLE_TERMINAL"):
+        return "plain"  # typer's switch for tests: never a terminal, whatever stdout is
+    forced = any(os.environ.get(name) for name in ("FORCE_COLOR", "PY_COLORS", "GITHUB_ACTIONS"))
     try:
-        return not sys.stdout.isatty()
+        terminal = sys.stdout.isatty()
     except (AttributeError, ValueError):  # no stdout, or a closed one
-        return False
+        return None
+    if not terminal and not forced:
+        return "plain"
+    if "NO_COLOR" in os.environ or os.environ.get("TERM", "") in ("dumb", "unknown"):
+        return None
+    return "styled"
+
+
+_Piece = tuple[str, str]
+"""A run of text and the SGR parameters it is drawn with ("" for none), cut where rich cuts its segments."""
+_OPTION = "1;36"
+_DIM = "2"
+
+
+def _word_char(char: str) -> bool:
+    return char.isalnum() or char == "_"
+
+
+def _highlighted(text: str, base: str = "") -> list[_Piece] | None:
+    """`text` (drawn in `base`) with typer's highlighting of option names: each `--name` bold cyan, in two pieces
+    ("-" and "-name": rich cuts at the ends of both highlighter matches). None for text whose rendering this does
+    not copy: rich markup or a metavar (`[`, `<`), an emoji code (`:name:`), a lone `-x`, a `--name-with-dashes`."""
+    if "[" in text or "<" in text:
+        return None
+    colon = text.find(":")
+    while colon != -1:
+        after = text.find(":", colon + 1)
+        if after != -1 and after > colon + 1 and not any(c.isspace() for c in text[colon + 1 : after]):
+            return None
+        colon = after
+    style = _OPTION if not base else f"1;{base};36"
+    pieces: list[_Piece] = []
+    plain_from = 0
+    at = 0
+    while at < len(text):
+        if text[at] != "-" or (at > 0 and (_word_char(text[at - 1]) or text[at - 1] == "-")):
+            at += 1
+            continue
+        end = at + 1
+        while end < len(text) and (_word_char(text[end]) or text[end] == "-"):
+            end += 1
+        name = text[at + 1 : end]
+        if not name or not name.startswith("-"):
+            if name:
+                return None  # a switch (-x): not copied
+            at += 1
+            continue
+        if len(name) == 1 or "-" in name[1:]:
+            return None
+        if plain_from < at:
+            pieces.append((text[plain_from:at], base))
+        pieces += [("-", style), (name, style)]
+        plain_from = at = end
+    if plain_from < len(text):
+        pieces.append((text[plain_from:], base))
+    return pieces
+
+
+def _drawn(pieces: list[_Piece], styled: bool) -> str:
+    if not styled:
+        return "".join(text for text, _ in pieces)
+    return "".join(f"\x1b[{sgr}m{text}\x1b[0m" if sgr else text for text, sgr in pieces)
+
+
+def _length(pieces: list[_Piece]) -> int:
+    return sum(len(text) for text, _ in pieces)
 
 
 def _wrapped(words: str, width: int) -> list[str] | None:
@@ -173,46 +243,84 @@ def _wrapped(words: str, width: int) -> list[str] | None:
     return lines or [""]
 
 
-def _panel(title: str, rows: list[tuple[str, str]], width: int) -> list[str] | None:
-    """A typer help panel: `rows` of (the fixed columns, the help that wraps under its own column)."""
+_Row = tuple[list[_Piece], list[_Piece], str]
+"""A panel row: its fixed columns' first line, their continuation lines, and the help that wraps beside them."""
+
+
+def _panel(title: str, rows: list[_Row], width: int) -> list[list[_Piece]] | None:
+    """A typer help panel, its rows' help wrapped under its own column."""
     inner = width - 4
-    out = [f"╭─ {title} " + "─" * (width - len(title) - 5) + "╮"]
-    for fixed, help in rows:
-        lines = _wrapped(help, inner - len(fixed))
-        if lines is None or len(fixed) + _MIN_HELP > inner:
+    out: list[list[_Piece]] = [
+        [("╭─", _DIM), (f" {title} ", _DIM), ("─" * (width - len(title) - 6), _DIM), ("─╮", _DIM)]
+    ]
+    for first, more, help in rows:
+        fixed = _length(first)
+        lines = _wrapped(help, inner - fixed)
+        if lines is None or fixed + _MIN_HELP > inner:
             return None
-        out += [
-            f"│ {(fixed if n == 0 else ' ' * len(fixed)) + line:<{inner}} │" for n, line in enumerate(lines)
-        ]
-    return [*out, "╰" + "─" * (width - 2) + "╯"]
+        for n, line in enumerate(lines):
+            text = _highlighted(line)
+            if text is None:
+                return None
+            pad = " " * (inner - fixed - len(line))
+            out.append(
+                [("│", _DIM), (" ", ""), *(first if n == 0 else more), *text, (pad + " ", ""), ("│", _DIM)]
+            )
+    return [*out, [("╰" + "─" * (width - 2) + "╯", _DIM)]]
 
 
 _MIN_HELP = 30
 """The narrowest help column rendered here; typer shrinks its other columns below that, which this leaves to it."""
+_USAGE = "dsh [OPTIONS] COMMAND [ARGS]..."
 
 
-def plain_root_help(width: int | None = None) -> str | None:
-    """`dsh --help` as typer prints it to a file (no terminal, no colour) at `width` (default: as typer finds it),
-    or None when that needs typer itself: a line that would wrap, or a terminal that gets typer's colours."""
-    if width is None:
-        if not _plain_output():
+def root_help(width: int | None = None, *, styled: bool | None = None) -> str | None:
+    """`dsh --help` exactly as typer prints it at `width` (default: as typer finds it), plain (to a file) or styled
+    (to a terminal; default: as typer would choose), or None where that needs typer itself: a line it would have to
+    shrink a column for, text whose highlighting is not copied here, or an output `_output_style` leaves to it."""
+    if styled is None:
+        style = _output_style()
+        if style is None:
             return None
-        width = _width()
+        styled = style == "styled"
+    width = _width() if width is None else width
     commands = {name: lazy.summary for name, lazy in CORE_COMMANDS.items()}
     for name, lazy in entry_point_commands().items():
         commands[name] = lazy.summary
     options = {**ROOT_OPTIONS, "--help": HELP_OPTION_HELP}
-    text = [" Usage: dsh [OPTIONS] COMMAND [ARGS]...", ""]
-    for paragraph in ROOT_HELP.split("\n\n"):
-        text += [" " + paragraph.replace("\n", " "), ""]
-    if any(len(line) > width - 1 for line in text):
+    usage_pad = width - 2 - len("Usage: ") - len(_USAGE)
+    if usage_pad < 0:
         return None
+    lines: list[list[_Piece]] = [
+        [(" " * width, "1")],
+        [(" ", "1"), ("Usage: ", "1;33"), (_USAGE, "1"), (" " * usage_pad, "1"), (" ", "1")],
+        [(" " * width, "1")],
+    ]
+    for number, paragraph in enumerate(ROOT_HELP.split("\n\n")):
+        text = _highlighted(paragraph.replace("\n", " "), "" if number == 0 else _DIM)
+        if text is None or _length(text) > width - 1:
+            return None
+        lines += [[(" ", ""), *text, (" " * (width - 1 - _length(text)), "")], [(" " * width, "")]]
     option_width = max(map(len, options))
-    option_rows = [(f"{name.ljust(option_width)}        <bool>  ", help) for name, help in options.items()]
+    option_rows: list[_Row] = []
+    for name, help in options.items():
+        named = _highlighted(name)
+        if named is None:
+            return None
+        metavar = [("<", "1;2;33"), ("bool", "1;33"), (">", "1;2;33")]
+        first = [*named, (" " * (option_width - len(name) + 8), ""), *metavar, ("  ", "")]
+        option_rows.append((first, [(" " * _length(first), "")], help))
     command_width = max(map(len, commands))
-    command_rows = [(f"{name.ljust(command_width)}  ", summary) for name, summary in commands.items()]
-    panels = [_panel("Options", option_rows, width), _panel("Commands", command_rows, width)]
-    if panels[0] is None or panels[1] is None:
-        return None
-    lines = [" " * width, *(line.ljust(width) for line in text), *panels[0], *panels[1], ""]
-    return "\n".join(lines) + "\n"
+    command_rows: list[_Row] = [
+        (
+            [(name.ljust(command_width), _OPTION), (" ", _OPTION), (" ", "")],
+            [(" " * (command_width + 1), _OPTION), (" ", "")],
+            summary,
+        )
+        for name, summary in commands.items()
+    ]
+    for panel in (_panel("Options", option_rows, width), _panel("Commands", command_rows, width)):
+        if panel is None:
+            return None
+        lines += panel
+    return "\n".join(_drawn(line, styled) for line in lines) + "\n\n"

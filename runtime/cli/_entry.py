@@ -56,9 +56,9 @@ def main(argv: list[str] | None = None) -> None:
         print(f"dsh {version()}")
         return
     if args == ["--help"]:
-        from ._commands import plain_root_help
+        from ._commands import root_help
 
-        text = plain_root_help()
+        text = root_help()
         if text is not None:
             sys.stdout.write(text)
             return

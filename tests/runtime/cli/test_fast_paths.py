@@ -15,30 +15,73 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from runtime.cli._commands import ENTRY_POINT_GROUP, _entry_points, plain_root_help
+from runtime.cli._commands import ENTRY_POINT_GROUP, _entry_points, _highlighted, root_help
 from runtime.cli._sessions_list import plain_table, session_rows
 from runtime.cli.app import app
 from runtime.session import CountingIds, FixedClock, SessionStore, SpawnedBy
 from tests.runtime.cli.helpers import plain_env
 
 
-def _typer_help(width: int) -> str:
+def _styled_env(width: int) -> dict[str, str]:
+    env = plain_env(COLUMNS=str(width), TERMINAL_WIDTH=str(width), FORCE_COLOR="1", TERM="xterm-256color")
+    for name in ("NO_COLOR", "_TYPER_FORCE_DISABLE_TERMINAL"):
+        env.pop(name)
+    return env
+
+
+def _typer_help(width: int, *, styled: bool = False) -> str:
     code = "from runtime.cli.app import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
-    env = plain_env(COLUMNS=str(width), TERMINAL_WIDTH=str(width))
+    env = _styled_env(width) if styled else plain_env(COLUMNS=str(width), TERMINAL_WIDTH=str(width))
     return subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, check=True, text=True
     ).stdout
 
 
+@pytest.mark.parametrize("styled", [False, True], ids=["plain", "styled"])
 @pytest.mark.parametrize("width", [60, 80, 100, 137])
-def test_the_plain_root_help_is_what_typer_prints(width: int) -> None:
-    plain = plain_root_help(width)
-    assert plain is not None, f"the root help fits {width} columns"
-    assert plain == _typer_help(width)
+def test_the_root_help_is_what_typer_prints(width: int, styled: bool) -> None:
+    drawn = root_help(width, styled=styled)
+    assert drawn is not None, f"the root help fits {width} columns"
+    assert drawn == _typer_help(width, styled=styled)
 
 
 def test_a_width_that_would_wrap_is_left_to_typer() -> None:
-    assert plain_root_help(50) is None
+    assert root_help(50, styled=False) is None
+
+
+def test_a_forced_terminal_gets_the_styled_help_without_typer() -> None:
+    code = (
+        "import sys\nfrom runtime.cli import main\nmain(['--help'])\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('typer', 'click', 'rich')), file=sys.stderr)"
+    )
+    ran = subprocess.run(
+        [sys.executable, "-c", code], env=_styled_env(100), capture_output=True, check=True, text=True
+    )
+    assert ran.stdout == _typer_help(100, styled=True)
+    assert "\x1b[1;36m" in ran.stdout
+    assert ran.stderr.strip().splitlines()[-1] == "[]"
+
+
+@pytest.mark.parametrize(
+    ("text", "pieces"),
+    [
+        (
+            "see `dsh acp --help` here",
+            [("see `dsh acp ", ""), ("-", "1;36"), ("-help", "1;36"), ("` here", "")],
+        ),
+        ("an event-sourced --x", [("an event-sourced ", ""), ("-", "1;36"), ("-x", "1;36")]),
+        ("a dash - alone", [("a dash - alone", "")]),
+    ],
+)
+def test_option_names_are_cut_where_rich_cuts_them(text: str, pieces: list[tuple[str, str]]) -> None:
+    assert _highlighted(text) == pieces
+
+
+@pytest.mark.parametrize(
+    "text", ["[bold]x[/]", "a <metavar>", "an :emoji: code", "a -x switch", "--two-words"]
+)
+def test_text_whose_highlighting_is_not_copied_is_left_to_typer(text: str) -> None:
+    assert _highlighted(text) is None
 
 
 def test_dsh_help_answers_from_the_table_when_its_output_is_plain() -> None:
