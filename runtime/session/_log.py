@@ -85,7 +85,8 @@ class SessionLog:
         stored = StoredEvent.from_event(event, seq=state.next_seq, time=self.clock.now_ms(), data=written)
         state.feed(stored, data=event.data)
         self._pending.append(event_row(self.info.id, stored))
-        self._wake.set()
+        if not self._wake.is_set():  # one wake-up per batch: setting it again costs a call per chunk
+            self._wake.set()
         return stored
 
     async def flush(self) -> None:
