@@ -156,13 +156,16 @@ def _output_style() -> str | None:
     dumb terminal, rich's TTY_* switches)."""
     if any(name in os.environ for name in ("TTY_COMPATIBLE", "TTY_INTERACTIVE")):
         return None
+    try:
+        terminal = sys.stdout.isatty()
+        encoding = (sys.stdout.encoding or "").lower()
+    except (AttributeError, ValueError):  # no stdout, or a closed one
+        return None
+    if not encoding.startswith("utf"):
+        return None  # rich draws ASCII boxes there
     if os.environ.get("_TYPER_FORCE_DISABLE_TERMINAL"):
         return "plain"  # typer's switch for tests: never a terminal, whatever stdout is
     forced = any(os.environ.get(name) for name in ("FORCE_COLOR", "PY_COLORS", "GITHUB_ACTIONS"))
-    try:
-        terminal = sys.stdout.isatty()
-    except (AttributeError, ValueError):  # no stdout, or a closed one
-        return None
     if not terminal and not forced:
         return "plain"
     if "NO_COLOR" in os.environ or os.environ.get("TERM", "") in ("dumb", "unknown"):

@@ -163,8 +163,11 @@ def _plain_stdout() -> bool:
     ):
         return False
     try:
-        return not sys.stdout.isatty()
-    except (AttributeError, ValueError):
+        return not sys.stdout.isatty() and (sys.stdout.encoding or "").lower().startswith("utf")
+    except (
+        AttributeError,
+        ValueError,
+    ):  # no stdout, or a closed one; rich draws ASCII boxes in other encodings
         return False
 
 

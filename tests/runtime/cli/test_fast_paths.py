@@ -198,3 +198,13 @@ def test_what_the_fast_list_cannot_answer_goes_to_typer(tmp_path: Path) -> None:
     helped = _dsh("sessions", "list", "--help")
     assert helped.returncode == 0
     assert "--json" in helped.stdout
+
+
+def test_an_output_that_is_not_utf8_is_left_to_rich_and_its_ascii_boxes(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    _family(db)
+    for args in (["--help"], ["sessions", "list", "--store", str(db)]):
+        ran = _dsh(*args, PYTHONIOENCODING="ascii", COLUMNS="200")
+        assert ran.returncode == 0, ran.stderr
+        assert "rich" in ran.stderr.strip().splitlines()[-1]
+        assert "+-" in ran.stdout
