@@ -16,7 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -37,7 +37,7 @@ from runtime.session import (
 from runtime.session._store import event_row
 from tests.pg_server import PG_BIN, PgServer
 
-from .bench_session import _session_events, _turn
+from .bench_session import _fork_seconds, _log_append, _median, _session_events, _turn
 
 APPEND_EVENTS = 100_000
 FORK_SIZES = (100, 100_000)
@@ -46,14 +46,6 @@ WRITERS = (1, 2, 4, 8)
 WRITER_EVENTS = int(os.environ.get("DSH_BENCH_WRITER_EVENTS", "10000"))
 REPS = 3
 _COPY = "COPY events (session_id, seq, type, time, data, surface_op, source_event_seqs, ignorable, extra) FROM STDIN"
-
-
-def _median(run: Callable[[], float], reps: int = REPS) -> float:
-    times = []
-    for _ in range(reps):
-        gc.collect()
-        times.append(run())
-    return statistics.median(times)
 
 
 def _fill(store: SessionStoreProtocol, session: str, count: int, url: str) -> None:
@@ -65,22 +57,6 @@ def _fill(store: SessionStoreProtocol, session: str, count: int, url: str) -> No
         conn.execute("ANALYZE")
 
 
-async def _append(store: SessionStoreProtocol, session: str, count: int) -> float:
-    """Seconds to append `count` chunk events through the log, yielding every 100 as a stream does."""
-    events = list(_turn(1, count - 6))
-    async with open_log(store, session, repair=False) as log:
-        gc.collect()
-        start = time.perf_counter()
-        for i, event in enumerate(events):
-            log.append(event)
-            if i % 100 == 99:
-                await (
-                    anyio.lowlevel.checkpoint()
-                )  # a stream yields between chunks; the writer commits meanwhile
-        await log.flush()
-        return time.perf_counter() - start
-
-
 def bench_append(server: PgServer) -> float:
     ours: list[float] = []
     raw: list[float] = []
@@ -89,7 +65,7 @@ def bench_append(server: PgServer) -> float:
         url = server.new_schema()
         with open_store(url) as store:
             session = store.create().id
-            ours.append(anyio.run(_append, store, session, APPEND_EVENTS))
+            ours.append(anyio.run(_log_append, store, session, list(_turn(1, APPEND_EVENTS - 6))))
             twin = store.create().id  # the baseline writes the same rows, into the same schema and triggers
             rows = [(twin, *event_row(session, e)[1:]) for e in store.events(session)]
         with psycopg.connect(url, autocommit=True) as conn:
@@ -129,15 +105,8 @@ def bench_fork(server: PgServer) -> tuple[float, float]:
             session = store.create().id
             _fill(store, session, size, url)
             last = store.length(session) - 1
-
-            def fork(session: str = session, last: int = last) -> float:
-                start = time.perf_counter()
-                for _ in range(50):
-                    store.fork(session, at=last)
-                return (time.perf_counter() - start) / 50
-
             store.fork(session, at=last)  # warm the plan and buffer caches before timing
-            costs[size] = _median(fork)
+            costs[size] = _median(partial(_fork_seconds, store, session, last), REPS)
     small, large = costs[FORK_SIZES[0]], costs[FORK_SIZES[1]]
     ratio = large / small
     print(
@@ -171,7 +140,7 @@ def bench_project(server: PgServer) -> float:
                     (decoders.get(kind) or generic).decode(data)
                 return time.perf_counter() - start
 
-        ours_rate, raw_rate = count / _median(ours), count / _median(raw)
+        ours_rate, raw_rate = count / _median(ours, REPS), count / _median(raw, REPS)
     ratio = ours_rate / raw_rate
     print(
         f"read+project {count:,} events: {ours_rate:,.0f} events/s, raw psycopg+msgspec decode "

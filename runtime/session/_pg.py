@@ -7,30 +7,25 @@ its own events. One writer per session: the writer's connection holds a session-
 releases it when the connection drops, a killed writer included) and names itself in `session_leases` for the refusal
 message. Every insert notifies channel `dsh_events` with the session id, which `dsh sessions tail` listens on.
 Rows are encoded and decoded by the SQLite store's helpers (`event_row`, `_event`, `_info`), so both stores read
-and write the same values.
+and write the same values; what is not SQL (creating and forking a session, its clock and ids) is `StoreBase`'s.
 """
 
 from __future__ import annotations
 
-import os
-import secrets
-import socket
 import threading
 import time
 from collections.abc import Collection, Iterable, Iterator
 from datetime import UTC, datetime
-from typing import Any, Self
+from typing import Any
 
-import msgspec
 import psycopg
 from psycopg import sql
 from psycopg_pool import ConnectionPool
 
+from ._base import StoreBase, lease_of, log_length, new_lease, segments, session_row
 from ._errors import (
-    InvalidBoundaryError,
     LeaseLostError,
     LogGapError,
-    OpenTurnError,
     SessionExistsError,
     SessionInUseError,
     SessionNotFoundError,
@@ -39,14 +34,13 @@ from ._errors import (
 )
 from ._events import StoredEvent
 from ._open import redact_url
-from ._services import Clock, IdMinter, SessionId, SystemClock, UuidIds
+from ._services import Clock, IdMinter
 from ._store import (
     _SESSION_COLUMNS,
     LEASE_TTL_MS,
     EventRow,
     Lease,
     SessionInfo,
-    SpawnedBy,
     _event,
     _info,
     event_row,
@@ -176,11 +170,7 @@ SELECT id, parent_id, seed_length, inherits FROM chain ORDER BY depth
 """
 
 
-def _spawned(spawned: SpawnedBy | None) -> str | None:
-    return None if spawned is None else msgspec.json.encode(spawned).decode()
-
-
-class PgStore:
+class PgStore(StoreBase):
     """Sessions and their events in one PostgreSQL schema (the URL's `search_path`, by default `public`); safe for
     many processes on many hosts writing different sessions."""
 
@@ -194,14 +184,12 @@ class PgStore:
         connect_timeout: float = 10.0,
         lease_ttl_ms: int = LEASE_TTL_MS,
     ) -> None:
+        super().__init__(clock=clock, ids=ids, lease_ttl_ms=lease_ttl_ms)
         self.url = url
-        self.lease_ttl_ms = lease_ttl_ms
         self._leases: dict[
             str, tuple[psycopg.Connection[Any], int]
         ] = {}  # token -> (its connection, lock key)
         self._leases_lock = threading.Lock()
-        self.clock: Clock = clock or SystemClock()
-        self.ids: IdMinter = ids or UuidIds()
         self._connect_timeout = connect_timeout
         self._listener: psycopg.Connection[Any] | None = None
         with self.connect() as conn:  # fail fast, with the reason, before a pool retries in the background
@@ -240,12 +228,6 @@ class PgStore:
             self._listener.close()
             self._listener = None
         self._pool.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def _migrate(self, conn: psycopg.Connection[Any]) -> None:
         # the common case, a store of this version, in one round trip and without the migration lock
@@ -299,61 +281,22 @@ class PgStore:
 
     # ------------------------------------------------------------ sessions
 
-    def create(
-        self,
-        *,
-        cwd: str | None = None,
-        parent_id: str | None = None,
-        delegation_depth: int = 0,
-        spawned_by: SpawnedBy | None = None,
-        session_id: SessionId | None = None,
-    ) -> SessionInfo:
-        """A new, empty session. A child's id and `createdAt` come from its parent's view of the clock and ids."""
-        ids = self.ids if parent_id is None else self.session_ids(parent_id)
-        clock = self.clock if parent_id is None else self.session_clock(parent_id)
-        info = SessionInfo(
-            id=session_id or ids.new_session_id(),
-            created_at=clock.now_ms(),
-            cwd=cwd,
-            parent_id=parent_id,
-            delegation_depth=delegation_depth,
-            spawned_by=spawned_by,
-        )
+    def _has_session(self, session_id: str) -> bool:
+        return bool(self._one("SELECT 1 FROM sessions WHERE id = %s", (session_id,)))
+
+    def _add_session(self, info: SessionInfo) -> None:
         with self._pool.connection() as conn, conn.transaction():
             self._insert_session(conn, info)
-        return info
 
     @staticmethod
     def _insert_session(conn: psycopg.Connection[Any], info: SessionInfo) -> None:
         inserted = conn.execute(
             f"INSERT INTO sessions ({_SESSION_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
             "ON CONFLICT (id) DO NOTHING",
-            (
-                info.id,
-                info.created_at,
-                info.cwd,
-                info.parent_id,
-                info.seed_length,
-                int(info.inherits),
-                info.delegation_depth,
-                _spawned(info.spawned_by),
-                info.imported_from,
-                info.header_extra,
-            ),
+            session_row(info),
         )
         if inserted.rowcount == 0:
             raise SessionExistsError(info.id)
-
-    def session_clock(self, session_id: str) -> Clock:
-        """The clock `session_id` reads (`Clock.for_session`): its events' times and its children's `createdAt`."""
-        info = self.info(session_id)
-        last = self.last_event(session_id)
-        after = info.created_at if last is None else max(info.created_at, last.time)
-        return self.clock.for_session(session_id, after=after)
-
-    def session_ids(self, session_id: str) -> IdMinter:
-        """The minter `session_id` draws from (`IdMinter.for_session`): its records' ids and its children's."""
-        return self.ids.for_session(session_id, start=self.length(session_id))
 
     def info(self, session_id: str) -> SessionInfo:
         row = self._one(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = %s", (session_id,))
@@ -390,8 +333,7 @@ class PgStore:
         if row is None:
             raise SessionNotFoundError(session_id, store=self.location)
         inherits, seed, top = row
-        own = 0 if top is None else top + 1
-        return max(own, seed or 0) if inherits else own
+        return log_length(bool(inherits), seed, top)
 
     # ------------------------------------------------------------ reading
 
@@ -405,16 +347,7 @@ class PgStore:
         _, last_parent, _, last_inherits = chain[-1]
         if last_inherits and last_parent is not None:  # the chain breaks: a parent is missing
             raise SessionNotFoundError(last_parent, store=self.location)
-        segments: list[tuple[str, int, int | None]] = []
-        upper = stop
-        for current, parent, seed, inherits in chain:
-            if not inherits or parent is None:
-                segments.append((current, 0, upper))
-                break
-            segments.append((current, seed or 0, upper))
-            upper = (seed or 0) if upper is None else min(seed or 0, upper)
-        segments.reverse()
-        return segments
+        return segments(chain, stop)  # rows of (id, parent_id, seed_length, inherits), nearest first
 
     def events(
         self,
@@ -485,12 +418,6 @@ class PgStore:
             assert following is not None
         raise LogGapError(session_id, after=int(gap[0]), next=int(following[0]))
 
-    def last_event(self, session_id: str) -> StoredEvent | None:
-        length = self.length(session_id)
-        if length == 0:
-            return None
-        return next(self.events(session_id, start=length - 1), None)
-
     # ------------------------------------------------------------ writing
 
     def append_events(
@@ -540,14 +467,7 @@ class PgStore:
             key, got, now = int(row[0]), bool(row[1]), int(row[2])
             if not got:
                 raise _in_use(conn, session_id)
-            mine = Lease(
-                session_id=session_id,
-                pid=os.getpid(),
-                host=socket.gethostname(),
-                since=now,
-                expires=now + self.lease_ttl_ms,
-                token=secrets.token_hex(16),
-            )
+            mine = new_lease(session_id, now=now, ttl_ms=self.lease_ttl_ms)
             conn.execute(
                 "INSERT INTO session_leases (session_id, pid, host, since, expires, token) "
                 "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (session_id) DO UPDATE SET pid = EXCLUDED.pid, "
@@ -611,10 +531,7 @@ class PgStore:
             "AND classid::bigint = (k.key >> 32) & 4294967295 AND objid::bigint = k.key & 4294967295)",
             (session_id, session_id),
         )
-        if row is None:
-            return None
-        pid, host, since, expires, token = row
-        return Lease(session_id=session_id, pid=pid, host=host, since=since, expires=expires, token=token)
+        return None if row is None else lease_of(session_id, row)
 
     def wait_for_events(self, session_id: str, length: int, timeout: float) -> None:
         """LISTEN on `dsh_events` until the session is notified, or `timeout` seconds pass."""
@@ -629,55 +546,15 @@ class PgStore:
                 if note.payload == session_id:
                     return
 
-    # ------------------------------------------------------------ fork
+    # ------------------------------------------------------------ fork (the checks are `StoreBase.fork`'s)
 
-    def fork(
-        self,
-        session_id: str,
-        at: int | None = None,
-        *,
-        child_id: SessionId | None = None,
-        delegation_depth: int | None = None,
-        spawned_by: SpawnedBy | None = None,
-    ) -> SessionInfo:
-        """A child session whose log starts with the parent's events 0..`at` (inclusive, default: all), by
-        reference: no event is copied. Its own events continue at seq `at + 1` (its `seed_length`)."""
-        if child_id is not None and self._one("SELECT 1 FROM sessions WHERE id = %s", (child_id,)):
-            raise SessionExistsError(child_id)
-        parent = self.info(session_id)
-        length = self.length(session_id)
-        boundary = length - 1 if at is None else at
-        if at is not None and not 0 <= at < length:
-            raise InvalidBoundaryError(session_id, at, length)
-        if boundary >= 0:
-            opened = self._open_turn_at(session_id, boundary)
-            if opened is not None:
-                raise OpenTurnError(session_id, boundary, opened)
-        child = SessionInfo(
-            id=child_id or self.session_ids(parent.id).new_session_id(),
-            created_at=self.session_clock(parent.id).now_ms(),
-            cwd=parent.cwd,
-            parent_id=parent.id,
-            seed_length=boundary + 1,
-            inherits=True,
-            delegation_depth=parent.delegation_depth if delegation_depth is None else delegation_depth,
-            spawned_by=spawned_by,
+    def _last_turn_bound(self, owner: str, low: int, high: int) -> tuple[int, str] | None:
+        row = self._one(
+            "SELECT seq, type FROM events WHERE session_id = %s AND seq >= %s AND seq < %s "
+            "AND type IN ('turn/start', 'turn/end') ORDER BY seq DESC LIMIT 1",
+            (owner, low, high),
         )
-        with self._pool.connection() as conn, conn.transaction():
-            self._insert_session(conn, child)
-        return child
-
-    def _open_turn_at(self, session_id: str, boundary: int) -> int | None:
-        """The seq of the `turn/start` the prefix 0..boundary ends inside, or None."""
-        for owner, low, high in reversed(self._segments(session_id, boundary + 1)):
-            row = self._one(
-                "SELECT seq, type FROM events WHERE session_id = %s AND seq >= %s AND seq < %s "
-                "AND type IN ('turn/start', 'turn/end') ORDER BY seq DESC LIMIT 1",
-                (owner, low, boundary + 1 if high is None else high),
-            )
-            if row is not None:
-                return int(row[0]) if row[1] == "turn/start" else None
-        return None
+        return None if row is None else (int(row[0]), str(row[1]))
 
 
 def _copy(conn: psycopg.Connection[Any], rows: list[EventRow]) -> None:
@@ -694,10 +571,7 @@ def _in_use(conn: psycopg.Connection[Any], session_id: str) -> SessionInUseError
             "SELECT pid, host, since, expires, token FROM session_leases WHERE session_id = %s", (session_id,)
         ).fetchone()
         if row is not None:
-            pid, host, since, expires, token = row
-            return Lease(
-                session_id=session_id, pid=pid, host=host, since=since, expires=expires, token=token
-            ).in_use()
+            return lease_of(session_id, row).in_use()
         time.sleep(0.01)
     # the holder took the lock but has not named itself within half a second (or died doing so): say so
     return SessionInUseError(

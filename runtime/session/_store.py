@@ -15,24 +15,31 @@ import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from ._base import (
+    Lease,
+    SessionInfo,
+    SpawnedBy,
+    StoreBase,
+    lease_of,
+    log_length,
+    new_lease,
+    segments,
+    session_row,
+)
 from ._errors import (
-    InvalidBoundaryError,
     LeaseLostError,
     LogGapError,
-    OpenTurnError,
     SessionExistsError,
-    SessionInUseError,
     SessionNotFoundError,
     StoreSchemaError,
 )
 from ._events import Replace, StoredEvent, SurfaceOp
-from ._services import Clock, IdMinter, SessionId, SystemClock, UuidIds
+from ._services import Clock, IdMinter, SessionId
 
 if TYPE_CHECKING:  # sqlite_utils is imported only to create or migrate a schema: reading needs sqlite3 alone
     import sqlite_utils
@@ -51,29 +58,6 @@ SCHEMA_VERSION = 2
 LEASE_TTL_MS = 30_000
 """How long a lease outlives its holder's last renewal (the log renews it every third of this while it is open)."""
 _BATCH = 2_000
-
-
-class SpawnedBy(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
-    """The tool call of the parent that spawned a child session."""
-
-    turn: int
-    step: int
-    call_id: str
-
-
-class SessionInfo(msgspec.Struct, frozen=True, kw_only=True):
-    """One row of `sessions`. `inherits`: events [0, seed_length) are read from `parent_id` by reference."""
-
-    id: SessionId
-    created_at: int
-    cwd: str | None = None
-    parent_id: str | None = None
-    seed_length: int | None = None
-    inherits: bool = False
-    delegation_depth: int = 0
-    spawned_by: SpawnedBy | None = None
-    imported_from: str | None = None
-    header_extra: str | None = None
 
 
 EventRow = tuple[str, int, str, int, str, str | None, str | None, int | None, str | None]
@@ -257,23 +241,6 @@ def _migrate_2(db: sqlite_utils.Database) -> None:
 _MIGRATIONS: tuple[Callable[[sqlite_utils.Database], None], ...] = (_migrate_1, _migrate_2)
 
 
-class Lease(msgspec.Struct, frozen=True, kw_only=True):
-    """A process's hold on one session: who (pid on host), since and until when (ms since the epoch, wall clock),
-    and the token that tells its holder's writes from any other's."""
-
-    session_id: str
-    pid: int
-    host: str
-    since: int
-    expires: int
-    token: str
-
-    def in_use(self) -> SessionInUseError:
-        """The refusal of a process that finds this lease held."""
-        since = datetime.fromtimestamp(self.since / 1000, tz=UTC)
-        return SessionInUseError(self.session_id, pid=self.pid, host=self.host, since=since)
-
-
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -288,7 +255,7 @@ def _wall_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-class SessionStore:
+class SessionStore(StoreBase):
     """Sessions and their events in one SQLite file; safe for several processes writing different sessions."""
 
     def __init__(
@@ -302,11 +269,9 @@ class SessionStore:
         lease_ttl_ms: int = LEASE_TTL_MS,
         wall_ms: Callable[[], int] = _wall_ms,
     ) -> None:
+        super().__init__(clock=clock, ids=ids, lease_ttl_ms=lease_ttl_ms)
         self.path = Path(path)
-        self.lease_ttl_ms = lease_ttl_ms
         self._wall_ms = wall_ms  # leases only: the log's times come from `clock`
-        self.clock: Clock = clock or SystemClock()
-        self.ids: IdMinter = ids or UuidIds()
         self._synchronous = synchronous
         self._busy_timeout_ms = busy_timeout_ms
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -350,12 +315,6 @@ class SessionStore:
         with self._lock:
             self._conn.close()
 
-    def __enter__(self) -> SessionStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     @contextmanager
     def _write(self, conn: sqlite3.Connection | None = None) -> Iterator[sqlite3.Connection]:
         connection = conn or self._conn
@@ -387,59 +346,21 @@ class SessionStore:
 
     # ------------------------------------------------------------ sessions
 
-    def create(
-        self,
-        *,
-        cwd: str | None = None,
-        parent_id: str | None = None,
-        delegation_depth: int = 0,
-        spawned_by: SpawnedBy | None = None,
-        session_id: SessionId | None = None,
-    ) -> SessionInfo:
-        """A new, empty session. A child's id and `createdAt` come from its parent's view of the clock and ids."""
-        ids = self.ids if parent_id is None else self.session_ids(parent_id)
-        clock = self.clock if parent_id is None else self.session_clock(parent_id)
-        info = SessionInfo(
-            id=session_id or ids.new_session_id(),
-            created_at=clock.now_ms(),
-            cwd=cwd,
-            parent_id=parent_id,
-            delegation_depth=delegation_depth,
-            spawned_by=spawned_by,
-        )
+    def _has_session(self, session_id: str) -> bool:
+        with self._lock:
+            return bool(_first(self._conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,))))
+
+    def _add_session(self, info: SessionInfo) -> None:
         with self._write() as conn:
             self._insert_session(conn, info)
-        return info
 
     def _insert_session(self, conn: sqlite3.Connection, info: SessionInfo) -> None:
         if _first(conn.execute("SELECT 1 FROM sessions WHERE id = ?", (info.id,))):
             raise SessionExistsError(info.id)
         conn.execute(
             f"INSERT INTO sessions ({_SESSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                info.id,
-                info.created_at,
-                info.cwd,
-                info.parent_id,
-                info.seed_length,
-                int(info.inherits),
-                info.delegation_depth,
-                None if info.spawned_by is None else msgspec.json.encode(info.spawned_by).decode(),
-                info.imported_from,
-                info.header_extra,
-            ),
+            session_row(info),
         )
-
-    def session_clock(self, session_id: str) -> Clock:
-        """The clock `session_id` reads (`Clock.for_session`): its events' times and its children's `createdAt`."""
-        info = self.info(session_id)
-        last = self.last_event(session_id)
-        after = info.created_at if last is None else max(info.created_at, last.time)
-        return self.clock.for_session(session_id, after=after)
-
-    def session_ids(self, session_id: str) -> IdMinter:
-        """The minter `session_id` draws from (`IdMinter.for_session`): its records' ids and its children's."""
-        return self.ids.for_session(session_id, start=self.length(session_id))
 
     def info(self, session_id: str) -> SessionInfo:
         with self._lock:
@@ -478,26 +399,20 @@ class SessionStore:
             top = _first(
                 self._conn.execute("SELECT max(seq) FROM events WHERE session_id = ?", (session_id,))
             )[0]
-        own = 0 if top is None else top + 1
-        return max(own, info.seed_length or 0) if info.inherits else own
+        return log_length(info.inherits, info.seed_length, top)
 
     # ------------------------------------------------------------ reading
 
     def _segments(self, session_id: str, stop: int | None) -> list[tuple[str, int, int | None]]:
-        """(session, from seq, to seq exclusive) pieces of the full log, oldest first."""
-        segments: list[tuple[str, int, int | None]] = []
-        current, upper = session_id, stop
-        while True:
+        return segments(self._chain(session_id), stop)
+
+    def _chain(self, session_id: str) -> Iterator[tuple[str, str | None, int | None, bool]]:
+        """The session and the parents its log inherits from, nearest first, each read when `segments` asks."""
+        current: str | None = session_id
+        while current is not None:
             info = self.info(current)
-            seed = info.seed_length or 0
-            if not info.inherits or info.parent_id is None:
-                segments.append((current, 0, upper))
-                break
-            segments.append((current, seed, upper))
-            upper = seed if upper is None else min(seed, upper)
-            current = info.parent_id
-        segments.reverse()
-        return segments
+            yield current, info.parent_id, info.seed_length, info.inherits
+            current = info.parent_id if info.inherits else None
 
     def events(
         self,
@@ -583,12 +498,6 @@ class SessionStore:
             )[0]
         raise LogGapError(session_id, after=after, next=following)
 
-    def last_event(self, session_id: str) -> StoredEvent | None:
-        length = self.length(session_id)
-        if length == 0:
-            return None
-        return next(self.events(session_id, start=length - 1), None)
-
     # ------------------------------------------------------------ writing
 
     def append_events(
@@ -673,10 +582,7 @@ class SessionStore:
                 (session_id,),
             )
         )
-        if row is None:
-            return None
-        pid, host, since, expires, token = row
-        return Lease(session_id=session_id, pid=pid, host=host, since=since, expires=expires, token=token)
+        return None if row is None else lease_of(session_id, row)
 
     def acquire_lease(self, session_id: str) -> Lease:
         """Take the lease on `session_id` for this process, or raise `SessionInUseError` naming its holder. A held
@@ -685,14 +591,7 @@ class SessionStore:
         import socket
 
         now = self._wall_ms()
-        mine = Lease(
-            session_id=session_id,
-            pid=os.getpid(),
-            host=socket.gethostname(),
-            since=now,
-            expires=now + self.lease_ttl_ms,
-            token=secrets.token_hex(16),
-        )
+        mine = new_lease(session_id, now=now, ttl_ms=self.lease_ttl_ms)
         with self._write() as conn:
             held = self._holder(conn, session_id)
             if held is not None:
@@ -730,60 +629,15 @@ class SessionStore:
         if held.token != lease.token:  # taken over: this process stalled past its lease's expiry
             raise held.in_use()
 
-    # ------------------------------------------------------------ fork
+    # ------------------------------------------------------------ fork (the checks are `StoreBase.fork`'s)
 
-    def fork(
-        self,
-        session_id: str,
-        at: int | None = None,
-        *,
-        child_id: SessionId | None = None,
-        delegation_depth: int | None = None,
-        spawned_by: SpawnedBy | None = None,
-    ) -> SessionInfo:
-        """A child session whose log starts with the parent's events 0..`at` (inclusive, default: all), by
-        reference: no event is copied. Its own events continue at seq `at + 1` (its `seed_length`).
-
-        A plain fork keeps the parent's delegation depth. A delegated fork (a subagent) passes its own depth
-        (the parent's + 1) and `spawned_by`, the parent's tool call that started it."""
-        if child_id is not None:
-            with self._lock:
-                if _first(self._conn.execute("SELECT 1 FROM sessions WHERE id = ?", (child_id,))):
-                    raise SessionExistsError(child_id)
-        parent = self.info(session_id)
-        length = self.length(session_id)
-        boundary = length - 1 if at is None else at
-        if at is not None and not 0 <= at < length:
-            raise InvalidBoundaryError(session_id, at, length)
-        if boundary >= 0:
-            opened = self._open_turn_at(session_id, boundary)
-            if opened is not None:
-                raise OpenTurnError(session_id, boundary, opened)
-        child = SessionInfo(
-            id=child_id or self.session_ids(parent.id).new_session_id(),
-            created_at=self.session_clock(parent.id).now_ms(),
-            cwd=parent.cwd,
-            parent_id=parent.id,
-            seed_length=boundary + 1,
-            inherits=True,
-            delegation_depth=parent.delegation_depth if delegation_depth is None else delegation_depth,
-            spawned_by=spawned_by,
-        )
-        with self._write() as conn:
-            self._insert_session(conn, child)
-        return child
-
-    def _open_turn_at(self, session_id: str, boundary: int) -> int | None:
-        """The seq of the `turn/start` the prefix 0..boundary ends inside, or None."""
-        for owner, low, high in reversed(self._segments(session_id, boundary + 1)):
-            with self._lock:
-                row = _first(
-                    self._conn.execute(
-                        "SELECT seq, type FROM events WHERE session_id = ? AND seq >= ? AND seq < ? "
-                        "AND type IN ('turn/start', 'turn/end') ORDER BY seq DESC LIMIT 1",
-                        (owner, low, boundary + 1 if high is None else high),
-                    )
+    def _last_turn_bound(self, owner: str, low: int, high: int) -> tuple[int, str] | None:
+        with self._lock:
+            row = _first(
+                self._conn.execute(
+                    "SELECT seq, type FROM events WHERE session_id = ? AND seq >= ? AND seq < ? "
+                    "AND type IN ('turn/start', 'turn/end') ORDER BY seq DESC LIMIT 1",
+                    (owner, low, high),
                 )
-            if row is not None:
-                return int(row[0]) if row[1] == "turn/start" else None
-        return None
+            )
+        return None if row is None else (int(row[0]), str(row[1]))
