@@ -587,9 +587,6 @@ class SessionStore(StoreBase):
     def acquire_lease(self, session_id: str) -> Lease:
         """Take the lease on `session_id` for this process, or raise `SessionInUseError` naming its holder. A held
         lease is taken over only when its holder is provably gone: its pid is dead on this host, or it expired."""
-        import secrets  # leases only (with socket): a store that is only read never imports them
-        import socket
-
         now = self._wall_ms()
         mine = new_lease(session_id, now=now, ttl_ms=self.lease_ttl_ms)
         with self._write() as conn:
