@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -52,6 +51,8 @@ from runtime.session import (
     redact_url,
 )
 
+from ._sessions_list import COLUMNS, info_json, link, session_rows, sessions_json, when
+
 __all__ = ["sessions_app", "sessions_table"]
 
 sessions_app = typer.Typer(
@@ -71,72 +72,16 @@ def _events(count: int) -> str:
     return f"{count} event{'' if count == 1 else 's'}"
 
 
-def _when(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
-
-
-def _info_json(info: SessionInfo, length: int) -> dict[str, Any]:
-    data: dict[str, Any] = msgspec.to_builtins(info)
-    data["events"] = length
-    return data
-
-
-def _link(info: SessionInfo, *, call: bool = True) -> str:
-    """How a child hangs off its parent: a fork at its seed length, or spawned fresh; and the call that started it."""
-    how = f"fork @{info.seed_length}" if info.seed_length is not None else "spawned"
-    if call and info.spawned_by is not None:
-        by = info.spawned_by
-        how += f", by turn {by.turn} step {by.step} call {by.call_id}"
-    return how
-
-
-def _in_tree_order(sessions: list[SessionInfo]) -> list[tuple[SessionInfo, int]]:
-    """Every session with its depth in the parent/child tree: each parent (oldest first) followed by its children.
-    A child names its parent by id, or, once imported, by the id its parent had in its file (`imported_from`)."""
-    claims: dict[str, SessionInfo] = {}
-    for info in sessions:
-        claims[info.id] = info
-        if info.imported_from is not None:
-            claims.setdefault(info.imported_from, info)
-    children: dict[str, list[SessionInfo]] = {}
-    roots = []
-    for info in sessions:
-        parent = claims.get(info.parent_id) if info.parent_id is not None else None
-        if parent is None or parent.id == info.id:
-            roots.append(info)
-        else:
-            children.setdefault(parent.id, []).append(info)
-    ordered: list[tuple[SessionInfo, int]] = []
-    seen: set[str] = set()
-
-    def visit(info: SessionInfo, depth: int) -> None:
-        if info.id in seen:
-            return
-        seen.add(info.id)
-        ordered.append((info, depth))
-        for child in children.get(info.id, ()):
-            visit(child, depth + 1)
-
-    for info in roots:
-        visit(info, 0)
-    for info in sessions:  # a cycle of parents (hand-made imports) has no root; list it anyway
-        visit(info, 0)
-    return ordered
-
-
 def sessions_table(store: SessionStoreProtocol, *, current: str | None = None) -> Table:
     """The store's sessions, oldest first, each parent's forks and subagents indented under it, as a table
     (`current`, when given, is marked with `*`)."""
-    ordered = [(info, depth, store.length(info.id)) for info, depth in _in_tree_order(store.sessions())]
-    table = Table(title=f"{len(ordered)} session{'' if len(ordered) == 1 else 's'}")
-    table.add_column("id", no_wrap=True)  # ids are copied into --session: never folded
-    for column in ("created (UTC)", "events", "parent", "cwd"):
+    title, rows = session_rows(store, current=current)
+    table = Table(title=title)
+    table.add_column(COLUMNS[0], no_wrap=True)  # ids are copied into --session: never folded
+    for column in COLUMNS[1:]:
         table.add_column(column, overflow="fold")
-    for info, depth, length in ordered:
-        tree = "" if depth == 0 else "  " * (depth - 1) + "└ "
-        mark = "* " if info.id == current else ""
-        parent = "-" if info.parent_id is None else f"{info.parent_id} ({_link(info, call=False)})"
-        table.add_row(tree + mark + info.id, _when(info.created_at), str(length), parent, info.cwd or "-")
+    for row in rows:
+        table.add_row(*row)
     return table
 
 
@@ -148,8 +93,7 @@ def list_sessions(store: StoreOption = None, as_json: JsonOption = False) -> Non
     """
     with _open(store) as opened:
         if as_json:
-            rows = [(info, opened.length(info.id)) for info in opened.sessions()]
-            typer.echo(json.dumps([_info_json(info, length) for info, length in rows]))
+            typer.echo(sessions_json(opened))
             return
         Console().print(sessions_table(opened))
 
@@ -163,13 +107,13 @@ class _Node:
     children: list[_Node]
 
     def json(self) -> dict[str, Any]:
-        data = _info_json(self.info, self.length)
+        data = info_json(self.info, self.length)
         data["children"] = [child.json() for child in self.children]
         return data
 
     def label(self) -> str:
         info = self.info
-        return f"{info.id}  {_link(info)}, depth {info.delegation_depth}, {_events(self.length)}"
+        return f"{info.id}  {link(info)}, depth {info.delegation_depth}, {_events(self.length)}"
 
 
 def _child_tree(store: SessionStoreProtocol, info: SessionInfo, seen: set[str] | None = None) -> list[_Node]:
@@ -297,7 +241,7 @@ def show(
             typer.echo(
                 json.dumps(
                     {
-                        "session": _info_json(info, length),
+                        "session": info_json(info, length),
                         "children": [node.json() for node in children],
                         "title": projection.title,
                         "header": None
@@ -315,7 +259,7 @@ def show(
         console = Console()
         parent = "" if info.parent_id is None else f", forked from {info.parent_id} at {info.seed_length}"
         console.print(
-            f"[bold]session {info.id}[/]: {_events(length)}, created {_when(info.created_at)} UTC{parent}"
+            f"[bold]session {info.id}[/]: {_events(length)}, created {when(info.created_at)} UTC{parent}"
         )
         if children:
             tree = Tree(f"forks and subagents of {info.id}", highlight=False)

@@ -9,8 +9,6 @@ transactions (the abstract methods); no SQL lives here.
 from __future__ import annotations
 
 import os
-import secrets
-import socket
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Iterable, Iterator
 from datetime import UTC, datetime
@@ -77,6 +75,9 @@ class Lease(msgspec.Struct, frozen=True, kw_only=True):
 
 def new_lease(session_id: str, *, now: int, ttl_ms: int) -> Lease:
     """This process's lease on `session_id` from `now` (ms, the backend's wall clock), with a fresh token."""
+    import secrets  # leases only (with socket): a store that is only read never imports them
+    import socket
+
     return Lease(
         session_id=session_id,
         pid=os.getpid(),

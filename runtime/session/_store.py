@@ -16,10 +16,9 @@ import time
 from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
-import sqlite_utils
 
 from ._base import (
     Lease,
@@ -41,6 +40,9 @@ from ._errors import (
 )
 from ._events import Replace, StoredEvent, SurfaceOp
 from ._services import Clock, IdMinter, SessionId
+
+if TYPE_CHECKING:  # sqlite_utils is imported only to create or migrate a schema: reading needs sqlite3 alone
+    import sqlite_utils
 
 __all__ = [
     "LEASE_TTL_MS",
@@ -275,7 +277,8 @@ class SessionStore(StoreBase):
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
         self._conn = self.connect()
-        self.db = sqlite_utils.Database(self._conn)
+        self._conn.execute("PRAGMA recursive_triggers = ON")  # as sqlite_utils.Database sets it, built or not
+        self._db: sqlite_utils.Database | None = None
         try:
             self._migrate()
         except BaseException:
@@ -283,6 +286,15 @@ class SessionStore(StoreBase):
             raise
 
     # ------------------------------------------------------------ connections and transactions
+
+    @property
+    def db(self) -> sqlite_utils.Database:
+        """The store's connection as a `sqlite_utils.Database` (what schema migrations are written against)."""
+        if self._db is None:
+            import sqlite_utils
+
+            self._db = sqlite_utils.Database(self._conn)
+        return self._db
 
     def connect(self) -> sqlite3.Connection:
         """A new connection to the store's file, configured like every other (used by log writers)."""
@@ -323,9 +335,10 @@ class SessionStore(StoreBase):
                     f"{self.path} has schema version {version}, newer than this dsh reads ({SCHEMA_VERSION}); "
                     "upgrade dsh"
                 )
-            for number in range(version, SCHEMA_VERSION):
+            for number in range(version, SCHEMA_VERSION):  # self.db (sqlite_utils) is built only here
                 _MIGRATIONS[number](self.db)
-            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            if version != SCHEMA_VERSION:  # an up-to-date store is not written to (a synced commit)
+                conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     def schema_version(self) -> int:
         with self._lock:
