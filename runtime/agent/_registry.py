@@ -1,10 +1,13 @@
-"""`AgentRegistry` (service `AGENTS`): creates, resumes and forks agents over the session store and disposes them;
+"""`AgentRegistry` (service `AGENTS`): creates, resumes and forks agents over the session store, serves their inboxes
+while they are open (a prompt waiting starts a turn) and disposes them;
 and the `agent` plugin, which provides it and registers the `model` and `cwd` prompt variables the loop owns."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+
+import anyio
 
 from runtime.kernel import Context, NoConfig, Plugin, ServiceKey
 from runtime.llm import LLM
@@ -105,7 +108,19 @@ class AgentRegistry:
                     scope.get(SYSTEM_PROMPT).section(PromptSection(PERSONA_SECTION, 0, options.persona))
                 agent = Agent(self, scope, log, options, parent=parent)
                 self._live[session_id] = agent
-                yield agent
+                try:
+                    async with anyio.create_task_group() as group:
+                        group.start_soon(agent.serve)  # turns started by input, not by the caller
+                        try:
+                            yield agent
+                        finally:
+                            group.cancel_scope.cancel()
+                except BaseExceptionGroup as grouped:
+                    # `serve` never raises (turns end in turn/end, not exceptions), so the group holds only the
+                    # caller's own exception: give it back unwrapped
+                    if len(grouped.exceptions) == 1:
+                        raise grouped.exceptions[0] from grouped
+                    raise
             finally:
                 self._live.pop(session_id, None)
                 scope.dispose()

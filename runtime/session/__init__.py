@@ -32,6 +32,9 @@ from ._events import EpochHeader as EpochHeader
 from ._events import Event as Event
 from ._events import HeaderConfig as HeaderConfig
 from ._events import HeaderReason as HeaderReason
+from ._events import InboxSpliced as InboxSpliced
+from ._events import InboxSplicedData as InboxSplicedData
+from ._events import InboxTarget as InboxTarget
 from ._events import LlmRetry as LlmRetry
 from ._events import LlmRetryData as LlmRetryData
 from ._events import LlmRetryStarted as LlmRetryStarted
@@ -89,6 +92,7 @@ from ._repair import closers as closers
 from ._repair import load_state as load_state
 from ._repair import resume as resume
 from ._rules import SNAPSHOT_FORM as SNAPSHOT_FORM
+from ._rules import InboxItem as InboxItem
 from ._rules import LogState as LogState
 from ._rules import SurfaceNode as SurfaceNode
 from ._services import Clock as Clock
@@ -130,6 +134,10 @@ __all__ = [
     "HeaderConfig",
     "HeaderReason",
     "IdMinter",
+    "InboxItem",
+    "InboxSpliced",
+    "InboxSplicedData",
+    "InboxTarget",
     "InvalidBoundaryError",
     "LEASE_TTL_MS",
     "Lease",
