@@ -24,6 +24,7 @@ __all__ = [
     "SCENARIO_FILE",
     "Scenario",
     "ScenarioDoc",
+    "SteerDoc",
     "discover",
     "live_deployment",
     "load_scenario",
@@ -39,12 +40,24 @@ LIVE_TRANSPORT = "plugins.llm_openai"
 RETRY = "plugins.retry"
 
 
+class SteerDoc(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """Steering typed while turn `turn` runs: queued (`next-step`) when its step `step` logs its first tool call
+    (or its model message, if it calls none), so it enters the next step."""
+
+    turn: int
+    step: int
+    text: str
+
+
 class ScenarioDoc(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     """`scenario.yml`. `deployment`: a deployment file, relative to the scenario (default: replay's own, every core
     plugin and tool). `overlay`: per plugin id, config keys laid over the deployment's (a persona edit, a tool's
     limits). `inputs`: the user's message of each turn (default: the ones the recording logged). `resume_before`: turns
     before which the agent is closed and its session resumed (default: where the recording was). `model` and
-    `provider`: the agent's (default: what the recording's first request header names)."""
+    `provider`: the agent's (default: what the recording's first request header names). `steer`: steering typed
+    during a turn (see `SteerDoc`). `left_queued`: per turn N in `resume_before`, a prompt queued just before the
+    agent is closed and left unclaimed (a crash), which the resumed agent's inbox starts turn N with; `inputs` then
+    has no entry for turn N. A re-run of a recording that logged its inbox feeds the input as the log has it."""
 
     description: str = ""
     deployment: str | None = None
@@ -53,6 +66,8 @@ class ScenarioDoc(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     resume_before: list[int] = msgspec.field(default_factory=list)
     model: str | None = None
     provider: str | None = None
+    steer: list[SteerDoc] = msgspec.field(default_factory=list)
+    left_queued: dict[int, str] = msgspec.field(default_factory=dict)
 
 
 @dataclass(frozen=True)

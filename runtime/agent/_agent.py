@@ -164,8 +164,8 @@ class Agent:
 
     async def append(self, event: Event, *, written: str | None = None) -> StoredEvent:
         """Append `event` to the log and tell `agent/event` listeners (`written`: see `SessionLog.append`). A turn or
-        step boundary is shown to the inbox gate first (input due before it is spliced before it)."""
-        if isinstance(event, BOUNDARY_TYPES):
+        step boundary, or a claim, is shown to the inbox gate first (input due before it is spliced before it)."""
+        if isinstance(event, BOUNDARY_TYPES) or (isinstance(event, InboxSpliced) and event.data.removed_count):
             await self.gate.boundary(self, event)
         stored = self.log.append(event, written=written)
         if stored.type == "turn/end":
@@ -182,11 +182,13 @@ class Agent:
         source: UserSource | PluginSource | OtherSource | None = None,
         source_wire: dict[str, object] | None = None,
         wake: bool = True,
+        sender: str | None = None,
     ) -> UserMessage:
         """Queue one user-role message for this agent and return it. `next-turn` starts the next turn (when the
         agent is idle and `wake` is set, `serve` starts it at once); `next-step` is steering: it enters the running
         turn at its next step (or the next turn, if none is running). `source_wire` is the source as the log
-        writes it, for a source kind dsh reads as `OtherSource` (`{"kind": "subagent-report", ...}`). The splice is
+        writes it, for a source kind dsh reads as `OtherSource` (`{"kind": "subagent-report", ...}`); `sender` is the
+        session id of the agent that sent it, if an agent did (the gate pairs it with its recording). The splice is
         logged when the inbox gate admits the input: at once, except in a replay."""
         blocks: tuple[UserBlock, ...] = (TextBlock(content),) if isinstance(content, str) else tuple(content)
         message = UserMessage(
@@ -204,7 +206,7 @@ class Agent:
                 written = msgspec.json.encode(raw).decode()
             await self.append(InboxSpliced(data=data), written=written)
 
-        await self.gate.deliver(self, target, message, splice)
+        await self.gate.deliver(self, target, message, splice, sender=sender)
         if wake and target == "next-turn":
             self._queued.set()
         return message
@@ -216,7 +218,9 @@ class Agent:
             items = self.pending(target)
             if items:
                 await self.append(
-                    InboxSpliced(data=InboxSplicedData(target=target, start=0, removed_count=len(items)))
+                    InboxSpliced(
+                        data=InboxSplicedData(target=target, start=0, removed_count=len(items), inserted=())
+                    )
                 )
                 claimed.extend(items)
         return claimed

@@ -27,19 +27,25 @@ Splice = Callable[[], Awaitable[None]]
 class InboxGate(Protocol):
     """Decides when queued input enters an agent's inbox."""
 
-    async def deliver(self, agent: Agent, target: InboxTarget, message: UserMessage, splice: Splice) -> None:
-        """Admit `message` for `agent`'s `target` queue by awaiting `splice()` (now or later); returns after it."""
+    async def deliver(
+        self, agent: Agent, target: InboxTarget, message: UserMessage, splice: Splice, *, sender: str | None
+    ) -> None:
+        """Admit `message` for `agent`'s `target` queue by awaiting `splice()` (now or later); returns after it.
+        `sender`: the session id of the agent that sent it (None: the user, or the host)."""
         ...
 
     async def boundary(self, agent: Agent, event: Event) -> None:
-        """Called before `agent` appends a boundary event (`BOUNDARY_TYPES`); may wait for input due before it."""
+        """Called before `agent` appends a boundary event (`BOUNDARY_TYPES`) or a claim (an `agent/inbox/spliced`
+        that removes items); may wait for input due before it."""
         ...
 
 
 class ImmediateGate:
     """The live gate: every input is spliced the moment it is queued; boundaries never wait."""
 
-    async def deliver(self, agent: Agent, target: InboxTarget, message: UserMessage, splice: Splice) -> None:
+    async def deliver(
+        self, agent: Agent, target: InboxTarget, message: UserMessage, splice: Splice, *, sender: str | None
+    ) -> None:
         await splice()
 
     async def boundary(self, agent: Agent, event: Event) -> None:

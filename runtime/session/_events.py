@@ -347,8 +347,8 @@ class InboxSplicedData(_Wire, frozen=True, kw_only=True):
 
     target: InboxTarget
     start: int
+    inserted: tuple[UserTurnMessage, ...]
     removed_count: int | None = None
-    inserted: tuple[UserTurnMessage, ...] = ()
 
 
 class SessionTitleData(_Wire, frozen=True, kw_only=True):
