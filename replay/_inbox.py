@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import anyio
 import msgspec
 
-from runtime.agent import Agent, Splice
+from runtime.agent import Agent, InputSource, Splice
 from runtime.llm import OtherSource, PluginSource, ToolSource, UserMessage, UserSource
 from runtime.session import (
     Event,
@@ -39,10 +39,9 @@ _WAIT_S = 60.0
 """How long a held agent waits for input its recording says is due, before the re-run fails naming it."""
 
 
-def source_kind(message: UserMessage) -> str:
-    """A message's source kind as the log writes it (`user`, `plugin`, `tool`, or a plugin's own such as
+def source_kind(source: UserSource | PluginSource | ToolSource | OtherSource) -> str:
+    """A source's kind as the log writes it (`user`, `plugin`, `tool`, or a plugin's own such as
     `subagent-report`)."""
-    source = message.source
     if isinstance(source, OtherSource):
         return source.name
     if isinstance(source, UserSource):
@@ -112,7 +111,7 @@ class Positions:
         for index, message in enumerate(data.inserted):
             source = items[index].source if index < len(items) else None
             sender = source.senderSessionId if source is not None else None
-            out.append(Delivery(data.target, self.current, source_kind(message), sender, message))
+            out.append(Delivery(data.target, self.current, source_kind(message.source), sender, message))
         return out
 
 
@@ -178,7 +177,7 @@ class RecordedInbox:
         self,
         agent: Agent,
         target: InboxTarget,
-        message: UserMessage,
+        source: InputSource,
         splice: Splice,
         *,
         sender: str | None,
@@ -187,7 +186,7 @@ class RecordedInbox:
         if session is None:
             await splice()
             return
-        kind, sender_log = source_kind(message), self._sender_log(sender)
+        kind, sender_log = source_kind(source), self._sender_log(sender)
         slot = next(
             (
                 s

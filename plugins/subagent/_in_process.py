@@ -99,12 +99,12 @@ def child_options(parent: Agent) -> AgentOptions:
     return dataclasses.replace(parent.options, cwd=parent.cwd)
 
 
-def _compose(child: Agent, provider: str, label: str | None) -> None:
+def _compose(child: Agent, provider: str, request: SubagentRequest) -> None:
     """Everything the child needs before its first request: the delegation context and the descriptor."""
     child.ctx.get(SYSTEM_PROMPT).context(DELEGATION_CONTEXT)
     descriptor = SubagentDescriptor(
         data=SubagentDescriptorData(
-            version=DESCRIPTOR_VERSION, mode="one-shot", provider=provider, label=label
+            version=DESCRIPTOR_VERSION, mode=request.mode, provider=provider, label=request.label
         )
     )
     logged = False
@@ -130,7 +130,7 @@ def spawn_provider(ctx: Context, name: str = "spawn") -> SubagentProvider:
         async with agents.create(
             child_options(parent), parent=parent, spawned_by=request.spawned_by
         ) as child:
-            _compose(child, name, request.label)
+            _compose(child, name, request)
             yield InProcessRun(child, request)
 
     return SubagentProvider(name=name, inherits_parent_context=False, start=start)
@@ -147,7 +147,7 @@ def fork_provider(ctx: Context, name: str = "fork") -> SubagentProvider:
         async with agents.fork(
             parent.id, child_options(parent), parent=parent, spawned_by=request.spawned_by
         ) as child:
-            _compose(child, name, request.label)
+            _compose(child, name, request)
             yield InProcessRun(child, request)
 
     return SubagentProvider(name=name, inherits_parent_context=True, start=start)

@@ -24,6 +24,7 @@ from ._inbox import BOUNDARY_TYPES as BOUNDARY_TYPES
 from ._inbox import INBOX_GATE as INBOX_GATE
 from ._inbox import ImmediateGate as ImmediateGate
 from ._inbox import InboxGate as InboxGate
+from ._inbox import InputSource as InputSource
 from ._inbox import Splice as Splice
 from ._loop import ABORTED as ABORTED
 from ._loop import NoModelError as NoModelError
@@ -45,6 +46,7 @@ __all__ = [
     "ImmediateGate",
     "InboxGate",
     "InboxInput",
+    "InputSource",
     "Splice",
     "AbortKind",
     "ERROR",

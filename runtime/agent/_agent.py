@@ -5,13 +5,14 @@ input waiting in its inbox (each queue mutation is an `agent/inbox/spliced` even
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import msgspec
+from anyio.abc import TaskGroup
 
 from runtime.kernel import Context
 from runtime.llm import (
@@ -38,6 +39,8 @@ from runtime.session import (
     SessionInfo,
     SessionLog,
     StoredEvent,
+    TurnEnd,
+    TurnEndData,
     decode_data,
 )
 from runtime.session import AssistantMessageData as _ModelData
@@ -87,6 +90,7 @@ class Agent:
         options: AgentOptions,
         *,
         parent: Agent | None = None,
+        tasks: TaskGroup | None = None,
     ) -> None:
         self.registry = registry
         self.ctx = ctx
@@ -97,6 +101,8 @@ class Agent:
         self._lock = anyio.Lock()
         self._queued = anyio.Event()
         self._turn_ended = anyio.Event()
+        self._tasks = tasks
+        self._last_end: TurnEndData | None = None
 
     @property
     def id(self) -> str:
@@ -165,10 +171,13 @@ class Agent:
     async def append(self, event: Event, *, written: str | None = None) -> StoredEvent:
         """Append `event` to the log and tell `agent/event` listeners (`written`: see `SessionLog.append`). A turn or
         step boundary, or a claim, is shown to the inbox gate first (input due before it is spliced before it)."""
-        if isinstance(event, BOUNDARY_TYPES) or (isinstance(event, InboxSpliced) and event.data.removed_count):
+        if isinstance(event, BOUNDARY_TYPES) or (
+            isinstance(event, InboxSpliced) and event.data.removed_count
+        ):
             await self.gate.boundary(self, event)
         stored = self.log.append(event, written=written)
-        if stored.type == "turn/end":
+        if isinstance(event, TurnEnd):
+            self._last_end = event.data
             ended, self._turn_ended = self._turn_ended, anyio.Event()
             ended.set()
         await self.ctx.emit(EVENT, AgentEvent(self, stored))
@@ -191,11 +200,12 @@ class Agent:
         session id of the agent that sent it, if an agent did (the gate pairs it with its recording). The splice is
         logged when the inbox gate admits the input: at once, except in a replay."""
         blocks: tuple[UserBlock, ...] = (TextBlock(content),) if isinstance(content, str) else tuple(content)
-        message = UserMessage(
-            id=MessageId(self.log.ids.new_id("message")), content=blocks, source=source or UserSource()
-        )
+        said = source or UserSource()
+        queued: list[UserMessage] = []
 
         async def splice() -> None:
+            # the id is minted when the input enters the log, so its place in the id sequence is the log's
+            message = UserMessage(id=MessageId(self.log.ids.new_id("message")), content=blocks, source=said)
             data = InboxSplicedData(
                 target=target, start=len(self.log.state.inbox[target]), inserted=(message,)
             )
@@ -205,11 +215,14 @@ class Agent:
                 raw["inserted"][0]["source"] = source_wire
                 written = msgspec.json.encode(raw).decode()
             await self.append(InboxSpliced(data=data), written=written)
+            queued.append(message)
 
-        await self.gate.deliver(self, target, message, splice, sender=sender)
+        await self.gate.deliver(self, target, said, splice, sender=sender)
+        if not queued:
+            raise RuntimeError(f"the inbox gate of {self!r} returned without admitting the input")
         if wake and target == "next-turn":
             self._queued.set()
-        return message
+        return queued[0]
 
     async def claim(self, *targets: InboxTarget) -> list[InboxItem]:
         """Take everything waiting in `targets` (in that order), logging one claim per non-empty queue."""
@@ -255,10 +268,22 @@ class Agent:
                     await self._queued.wait()
                     self._queued = anyio.Event()
 
-    async def wait_turn_end(self, turn: int) -> None:
-        """Return once turn `turn` (or a later one) has ended."""
+    async def start_background(self, work: Callable[..., Coroutine[Any, Any, None]], *args: object) -> Any:
+        """Run `work(*args, task_status=...)` in the background for as long as this agent is open (it is cancelled
+        when the agent closes, so no background work outlives it); returns what `work` passes to
+        `task_status.started(...)`. `work` contains its own failures: one that escapes ends the agent's host."""
+        if self._tasks is None:
+            raise RuntimeError(
+                f"{self!r} was not opened by an AgentRegistry: it has no place for background work"
+            )
+        return await self._tasks.start(work, *args)
+
+    async def wait_turn_end(self, turn: int) -> TurnEndData | None:
+        """Return once turn `turn` (or a later one) has ended: the last `turn/end` this agent logged (None: the turn
+        ended before this agent was opened)."""
         while not (self.log.state.last_turn >= turn and self.log.state.open_turn is None):
             await self._turn_ended.wait()
+        return self._last_end
 
     def __repr__(self) -> str:
         return f"Agent({self.id!r})"

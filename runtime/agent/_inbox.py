@@ -9,16 +9,19 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Protocol
 
 from runtime.kernel import ServiceKey
-from runtime.llm import UserMessage
+from runtime.llm import OtherSource, PluginSource, UserSource
 from runtime.session import Event, InboxTarget, StepEnd, StepStart, TurnEnd, TurnStart
 
 if TYPE_CHECKING:
     from ._agent import Agent
 
-__all__ = ["BOUNDARY_TYPES", "INBOX_GATE", "ImmediateGate", "InboxGate", "Splice"]
+__all__ = ["BOUNDARY_TYPES", "INBOX_GATE", "ImmediateGate", "InboxGate", "InputSource", "Splice"]
 
 BOUNDARY_TYPES: tuple[type[Event], ...] = (TurnStart, StepStart, StepEnd, TurnEnd)
 """The events an agent shows its gate before appending them: the positions input can be pinned to."""
+
+InputSource = UserSource | PluginSource | OtherSource
+"""Where a queued input comes from: the user, a plugin, or a plugin's own kind (`subagent-report`, ...)."""
 
 Splice = Callable[[], Awaitable[None]]
 """Appends the queued input's `agent/inbox/spliced`: the gate calls it once, when it admits the input."""
@@ -28,10 +31,10 @@ class InboxGate(Protocol):
     """Decides when queued input enters an agent's inbox."""
 
     async def deliver(
-        self, agent: Agent, target: InboxTarget, message: UserMessage, splice: Splice, *, sender: str | None
+        self, agent: Agent, target: InboxTarget, source: InputSource, splice: Splice, *, sender: str | None
     ) -> None:
-        """Admit `message` for `agent`'s `target` queue by awaiting `splice()` (now or later); returns after it.
-        `sender`: the session id of the agent that sent it (None: the user, or the host)."""
+        """Admit an input from `source` for `agent`'s `target` queue by awaiting `splice()` (now or later); returns
+        after it. `sender`: the session id of the agent that sent it (None: the user, or the host)."""
         ...
 
     async def boundary(self, agent: Agent, event: Event) -> None:
@@ -44,7 +47,7 @@ class ImmediateGate:
     """The live gate: every input is spliced the moment it is queued; boundaries never wait."""
 
     async def deliver(
-        self, agent: Agent, target: InboxTarget, message: UserMessage, splice: Splice, *, sender: str | None
+        self, agent: Agent, target: InboxTarget, source: InputSource, splice: Splice, *, sender: str | None
     ) -> None:
         await splice()
 

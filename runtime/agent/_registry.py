@@ -106,18 +106,18 @@ class AgentRegistry:
             try:
                 if options.persona is not None:
                     scope.get(SYSTEM_PROMPT).section(PromptSection(PERSONA_SECTION, 0, options.persona))
-                agent = Agent(self, scope, log, options, parent=parent)
-                self._live[session_id] = agent
                 try:
                     async with anyio.create_task_group() as group:
+                        agent = Agent(self, scope, log, options, parent=parent, tasks=group)
+                        self._live[session_id] = agent
                         group.start_soon(agent.serve)  # turns started by input, not by the caller
                         try:
                             yield agent
                         finally:
                             group.cancel_scope.cancel()
                 except BaseExceptionGroup as grouped:
-                    # `serve` never raises (turns end in turn/end, not exceptions), so the group holds only the
-                    # caller's own exception: give it back unwrapped
+                    # `serve` never raises (turns end in turn/end, not exceptions) and background work contains its
+                    # own failures, so the group holds only the caller's own exception: give it back unwrapped
                     if len(grouped.exceptions) == 1:
                         raise grouped.exceptions[0] from grouped
                     raise
