@@ -159,6 +159,25 @@ class RecordedInbox:
         }
         self._ids = {log_id: name for name, log_id, _ in logs}
         self._bound = bound
+        self._problems: list[ReplayMismatch] = []
+
+    def assert_consumed(self) -> None:
+        """Raise the first input the recording does not have (raised where it was queued too, but a tool that
+        queues input contains it), else one for a recorded input that no live sender delivered."""
+        if self._problems:
+            raise self._problems[0]
+        for session in self._sessions.values():
+            missing = [s.delivery for s in session.slots if not s.spliced]
+            if missing:
+                listed = "; ".join(f"{d.target} {d.kind} at {d.position}" for d in missing)
+                raise ReplayMismatch(
+                    f"replay mismatch: {session.name} records input the re-run never queued: {listed}",
+                    session_id=None if session.agent is None else session.agent.id,
+                    log=session.name,
+                    call=None,
+                    recorded=listed,
+                    asked="nothing",
+                )
 
     def _session(self, agent: Agent) -> _Session | None:
         name = self._bound(agent.id)
@@ -194,7 +213,9 @@ class RecordedInbox:
                 if not s.taken
                 and s.delivery.target == target
                 and s.delivery.kind == kind
-                and self._ids.get(s.delivery.sender or "") == sender_log
+                # a recorded sender pairs with the live session bound to its log; an input the recording does not
+                # say the sender of (a message a parent sent its child) pairs with whoever sends it, in order
+                and (s.delivery.sender is None or self._ids.get(s.delivery.sender) == sender_log)
             ),
             None,
         )
@@ -202,7 +223,7 @@ class RecordedInbox:
             recorded = [
                 f"{s.delivery.target} {s.delivery.kind} at {s.delivery.position}" for s in session.slots
             ]
-            raise ReplayMismatch(
+            problem = ReplayMismatch(
                 f"replay mismatch: {session.name} records no more {target} input from a {kind} source"
                 f"{'' if sender_log is None else f' sent by {sender_log}'}; recorded inputs: {recorded}",
                 session_id=agent.id,
@@ -211,6 +232,8 @@ class RecordedInbox:
                 recorded="; ".join(recorded),
                 asked=f"{target} input from {kind}",
             )
+            self._problems.append(problem)
+            raise problem
         slot.taken = True
         index = session.slots.index(slot)
         while not (
@@ -231,7 +254,7 @@ class RecordedInbox:
                 await session.changed.wait()
         if waited.cancelled_caught:
             missing = [f"{s.delivery.target} {s.delivery.kind}" for s in session.due()]
-            raise ReplayMismatch(
+            problem = ReplayMismatch(
                 f"replay mismatch: {session.name} records input {missing} before {event.__struct_config__.tag} at "
                 f"{session.positions.current}, and no live sender delivered it in {_WAIT_S:g} s",
                 session_id=agent.id,
@@ -240,5 +263,7 @@ class RecordedInbox:
                 recorded=", ".join(missing),
                 asked=str(event.__struct_config__.tag),
             )
+            self._problems.append(problem)
+            raise problem
         session.positions.current = session.positions.after(event)
         session.notify()

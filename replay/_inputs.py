@@ -143,12 +143,12 @@ def plan_of_turns(log: RecordedLog, resumes: set[int]) -> list[Action]:
 
 
 def plan_of_doc(scenario: Scenario, resumes: set[int]) -> list[Action]:
-    """The plan of a scenario's `inputs`, `steer` and `left_queued`."""
+    """The plan of a scenario's `inputs`, `steer`, `left_queued` and `woken_turns`."""
     doc = scenario.doc
     if doc.inputs is None:
         raise ScriptError("no inputs: list them under `inputs:` in scenario.yml", place=str(scenario.log))
     inputs = list(doc.inputs)
-    total = len(inputs) + len(doc.left_queued)
+    total = len(inputs) + len(doc.left_queued) + len(doc.woken_turns)
     bad = sorted(set(doc.left_queued) - resumes)
     if bad:
         raise ScriptError(
@@ -160,6 +160,9 @@ def plan_of_doc(scenario: Scenario, resumes: set[int]) -> list[Action]:
     for turn in range(1, total + 1):
         if turn in doc.left_queued:
             actions += [Leave((TextBlock(doc.left_queued[turn]),)), Resume(), Woken(turn)]
+            continue
+        if turn in doc.woken_turns:
+            actions.append(Woken(turn))
             continue
         if turn in resumes:
             actions.append(Resume())

@@ -20,7 +20,7 @@ import anyio
 import msgspec
 from rich.console import Console
 
-from runtime.agent import AGENTS, EVENT, Agent, AgentEvent, AgentOptions
+from runtime.agent import AGENTS, EVENT, INBOX_GATE, Agent, AgentEvent, AgentOptions
 from runtime.cli.view import TerminalView
 from runtime.kernel import Context, Deployment, load_deployment_into
 from runtime.llm import TextBlock, UserBlock
@@ -37,6 +37,7 @@ from runtime.session import (
 )
 
 from ._errors import ReplayMismatch, ScriptError
+from ._inbox import RecordedInbox
 from ._inputs import Action, Leave, Resume, Run, Steer, Woken, plan_of_doc, plan_of_log, plan_of_turns
 from ._placeholders import CWD_PLACEHOLDER
 from ._plugin import REPLAY
@@ -182,6 +183,9 @@ async def _drive(
             adapter = ctx.get(REPLAY)
             adapter.assert_consumed()
             bindings = adapter.bindings()
+        gate = ctx.get(INBOX_GATE) if ctx.has(INBOX_GATE) else None
+        if isinstance(gate, RecordedInbox):
+            gate.assert_consumed()
         return _in_recorded_order(store.sessions(), bindings, order), out.getvalue()
     finally:
         for plugin in reversed(loaded):

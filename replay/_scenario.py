@@ -41,8 +41,8 @@ RETRY = "plugins.retry"
 
 
 class SteerDoc(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
-    """Steering typed while turn `turn` runs: queued (`next-step`) when its step `step` logs its first tool call
-    (or its model message, if it calls none), so it enters the next step."""
+    """Steering typed while turn `turn` runs: queued (`next-step`) when its step `step` logs its model message,
+    so it enters the next step (a step that called no tool is followed by one more, for the steering)."""
 
     turn: int
     step: int
@@ -57,7 +57,9 @@ class ScenarioDoc(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     `provider`: the agent's (default: what the recording's first request header names). `steer`: steering typed
     during a turn (see `SteerDoc`). `left_queued`: per turn N in `resume_before`, a prompt queued just before the
     agent is closed and left unclaimed (a crash), which the resumed agent's inbox starts turn N with; `inputs` then
-    has no entry for turn N. A re-run of a recording that logged its inbox feeds the input as the log has it."""
+    has no entry for turn N. `woken_turns`: turns no user input opens, which the agent's inbox starts (a background
+    child's settlement notice); `inputs` has no entry for them either. A re-run of a recording that logged its
+    inbox feeds the input as the log has it."""
 
     description: str = ""
     deployment: str | None = None
@@ -68,6 +70,7 @@ class ScenarioDoc(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     provider: str | None = None
     steer: list[SteerDoc] = msgspec.field(default_factory=list)
     left_queued: dict[int, str] = msgspec.field(default_factory=dict)
+    woken_turns: list[int] = msgspec.field(default_factory=list)
 
 
 @dataclass(frozen=True)

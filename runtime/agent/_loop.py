@@ -164,6 +164,7 @@ class _Turn:
         self.assembler: BlockAssembler | None = None
         self.stream_seqs: list[int] = []
         self.stream_route: tuple[str, str] = ("", "")
+        self.ended = False
 
     # ------------------------------------------------------------------ the happy path
 
@@ -423,6 +424,7 @@ class _Turn:
             await agent.append(StepEnd(data=StepData(turn=self.turn, step=self.step)))
             self.step_open = False
         await agent.append(TurnEnd(data=TurnEndData(turn=self.turn, reason=reason)))
+        self.ended = True  # a cancellation from here on (the flush) leaves the turn as it ended
         await agent.log.flush()
         assert reason.kind != "interrupted", "only crash repair ends a turn interrupted"
         return TurnOutcome(turn=self.turn, kind=reason.kind, text=self.text, failure=reason.error)
@@ -435,6 +437,8 @@ class _Turn:
         return TurnOutcome(turn=self.turn, kind="error", text=outcome.text, failure=failure, error=error)
 
     async def abort(self, who: AbortKind) -> None:
+        if self.ended:
+            return
         await self.keep_interrupted()
         await self.end(TurnEndReason(kind="aborted", reason=AbortReason(kind=who)))
 
