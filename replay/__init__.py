@@ -10,6 +10,7 @@ from ._authored import scripted_plugin as scripted_plugin
 from ._cli import record_scenario as record_scenario
 from ._cli import replay_app as replay_app
 from ._errors import OverrideError as OverrideError
+from ._errors import RecordingEnded as RecordingEnded
 from ._errors import ReplayMismatch as ReplayMismatch
 from ._errors import ScriptError as ScriptError
 from ._errors import format_call as format_call
@@ -31,6 +32,7 @@ from ._plugin import plugin as plugin
 from ._recording import Recording as Recording
 from ._recording import load_recording as load_recording
 from ._recording import stored_recording as stored_recording
+from ._replayed import ToolCallRecord as ToolCallRecord
 from ._rerun import Rerun as Rerun
 from ._rerun import golden_jsonl as golden_jsonl
 from ._rerun import record as record
@@ -66,6 +68,7 @@ __all__ = [
     "CWD_PLACEHOLDER",
     "with_cwd",
     "Rerun",
+    "ToolCallRecord",
     "golden_jsonl",
     "record",
     "rerun",
@@ -94,6 +97,7 @@ __all__ = [
     "ReplaceOverride",
     "ReplayAdapter",
     "ReplayConfig",
+    "RecordingEnded",
     "ReplayMismatch",
     "Script",
     "ScriptEntry",

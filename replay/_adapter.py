@@ -13,6 +13,9 @@ key (an auxiliary call) is served the next unserved entry in recorded order, as 
 Every `ReplayMismatch` is raised inside the call's stream (where `LlmRuntime` turns it into `finish{error}`, as for
 any adapter failure) and kept: `assert_consumed()` raises the first one, then checks every entry was served.
 
+A hang override touches its ready file (in the live session's cwd) for a driver waiting on it, and removes it
+when the hang is cancelled, so a replayed chat leaves the workspace as it was.
+
 The adapter states the context window the recording's `request/context` stated for a route (`context_window`), so a
 replay logs the `request/context` the recording logged.
 """
@@ -27,7 +30,7 @@ import anyio
 from runtime.llm import CallKey, LlmCallError, LlmFailure, LlmRequest, StreamChunk
 from runtime.session import SessionInfo, SessionStore
 
-from ._errors import ReplayMismatch, format_call
+from ._errors import RecordingEnded, ReplayMismatch, format_call
 from ._placeholders import with_cwd
 from ._recording import Recording
 from ._script import Hang, Script, ScriptEntry, Throw
@@ -119,6 +122,11 @@ class ReplayAdapter:
         self._mismatches.append(error)
         return error
 
+    def report(self, error: ReplayMismatch) -> None:
+        """Keep a divergence found outside a model call (a recorded tool's call that does not match the recording),
+        so `assert_consumed` raises it in the order the run met it."""
+        self._mismatch(error)
+
     def _bind(self, session_id: str | None, call: CallKey | None) -> _Log:
         log = self._live.get(session_id)
         if log is not None:
@@ -185,6 +193,9 @@ class ReplayAdapter:
                 or f"nothing is recorded at {format_call(call)}"
             )
         if index is None:
+            past = self._past_the_recording(log, request)
+            if past is not None:
+                raise past
             following = log.next_unserved()
             upcoming = (
                 "every entry has been served"
@@ -208,6 +219,18 @@ class ReplayAdapter:
         log.served[index] = True
         return log, log.script.entries[index]
 
+    def _past_the_recording(self, log: _Log, request: LlmRequest) -> RecordingEnded | None:
+        """A step call of a turn after every recorded one: the run went past the recording (a replayed chat typed
+        one more line, or resumed a replayed session). The mismatch is kept for `assert_consumed`; the turn fails
+        with one line saying so."""
+        call = request.call
+        turns = [entry.call.turn for entry in log.script.entries]
+        if call is None or call.purpose != "step" or not turns or call.turn <= max(turns):
+            return None
+        ended = RecordingEnded(session_id=request.session_id, log=log.name, call=call, turns=len(set(turns)))
+        self._mismatch(ended)
+        return ended
+
     # ------------------------------------------------------------ serving
 
     def context_window(self, provider: str, model: str) -> int | None:
@@ -225,11 +248,19 @@ class ReplayAdapter:
         if isinstance(entry.end, Throw):
             raise LlmCallError(LlmFailure(message=entry.end.message, code=entry.end.code))
         if isinstance(entry.end, Hang):
-            if entry.end.ready_file is not None:
-                ready = Path(log.cwd or Path.cwd()) / entry.end.ready_file
-                await anyio.Path(ready.parent).mkdir(parents=True, exist_ok=True)
-                await anyio.Path(ready).touch()
-            await anyio.sleep_forever()
+            name = entry.end.ready_file
+            if name is None:
+                await anyio.sleep_forever()
+                return
+            ready = Path(log.cwd or Path.cwd()) / name
+            made = not ready.exists()
+            await anyio.Path(ready.parent).mkdir(parents=True, exist_ok=True)
+            await anyio.Path(ready).touch()
+            try:
+                await anyio.sleep_forever()
+            finally:
+                if made:  # the hang is over: the workspace is left as it was (a chat's cwd is the user's)
+                    ready.unlink(missing_ok=True)
 
     # ------------------------------------------------------------ the end of a run
 

@@ -15,7 +15,7 @@ from rich.markup import escape
 from rich.progress import Progress, TaskID
 from rich.table import Table
 
-from runtime.cli import count_progress
+from runtime.host import count_progress
 from runtime.kernel import DshError
 
 from ._recording import ROOT_LOG

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from typer.core import TyperGroup
 
+from runtime.host import open_store, resolve_session
 from runtime.llm import (
     BlockEnd,
     BlockStart,
@@ -27,7 +28,6 @@ from runtime.llm import (
     ToolCallBlock,
     ToolCallDelta,
 )
-from runtime.session import SessionStore
 
 from ._batch import Report, holds_many, replay_all, summary_table, tally
 from ._errors import ScriptError
@@ -148,8 +148,8 @@ def _line(entry: ScriptEntry, log_name: str) -> str:
 
 def _load(log: str, override: Path | None, store: Path | None) -> tuple[Recording, list[Path]]:
     if store is not None:
-        with SessionStore(store) as opened:
-            return stored_recording(opened, log, override=override), []
+        with open_store(store, looking_for=log) as opened:
+            return stored_recording(opened, resolve_session(opened, log), override=override), []
     path = Path(log)
     if not path.exists():
         raise ScriptError(
@@ -284,6 +284,14 @@ def _run_many(root: Path, *, pace: float, show: bool) -> None:
             place=str(root),
         )
     console = Console(stderr=True)
+    for log in sorted(root.rglob(ROOT_LOG)):
+        if not (log.parent / SCENARIO_FILE).is_file():
+            console.print(
+                f"[yellow]skipped[/] {escape(str(log.parent))}: a recording without {SCENARIO_FILE} "
+                f"(replay it alone: dsh replay {escape(str(log.parent))})",
+                highlight=False,
+                soft_wrap=True,
+            )
     with Report(console, len(scenarios)) as report:
         outcomes = anyio.run(
             lambda: replay_all(

@@ -5,15 +5,16 @@ ReplayError
 ├── ScriptError (ValueError)     a recorded log cannot become a script (a stream with no finish, a bad chunk, ...)
 ├── OverrideError (ValueError)   an override file is invalid, or does not fit the log it overrides
 └── ReplayMismatch               the live run asked for something the recording does not hold (or left some unused)
+    └── RecordingEnded (LlmCallError)  ... a turn after the recording's last: the call fails with that one line
 ```
 """
 
 from __future__ import annotations
 
 from runtime.kernel.errors import ReplayError
-from runtime.llm import CallKey
+from runtime.llm import CallKey, LlmCallError, LlmFailure
 
-__all__ = ["OverrideError", "ReplayMismatch", "ScriptError", "format_call"]
+__all__ = ["OverrideError", "RecordingEnded", "ReplayMismatch", "ScriptError", "format_call"]
 
 
 def format_call(call: CallKey | None) -> str:
@@ -69,3 +70,24 @@ class ReplayMismatch(ReplayError):
         self.call = call
         self.recorded = recorded
         self.asked = asked
+
+
+class RecordingEnded(ReplayMismatch, LlmCallError):
+    """The live run went past the recording: a call of turn `turn`, after the last of the `turns` turns `log` holds
+    (a replayed chat typed one more line, or resumed a replayed session). A mismatch like any other (the adapter
+    keeps it for `assert_consumed`), and an `LlmCallError` whose failure (code `REPLAY_ENDED`) says it in one line,
+    so the turn ends saying "the recording has no turn N"."""
+
+    def __init__(self, *, session_id: str | None, log: str, call: CallKey, turns: int) -> None:
+        said = (
+            f"the recording has no turn {call.turn} ({log} holds {turns} turn{'' if turns == 1 else 's'}); "
+            "a replay goes only as far as its recording"
+        )
+        asked = f"call {format_call(call)} of live session {session_id!r}"
+        Exception.__init__(self, f"replay mismatch: {asked}: {said}")
+        self.session_id = session_id
+        self.log = log
+        self.call = call
+        self.recorded = f"{turns} turn{'' if turns == 1 else 's'}"
+        self.asked = asked
+        self.failure = LlmFailure(message=said, code="REPLAY_ENDED")

@@ -14,6 +14,7 @@ from runtime.session import STORE
 from ._adapter import ReplayAdapter
 from ._inbox import RecordedInbox
 from ._recording import load_recording
+from ._tools import ToolMode, serve_recorded_tools
 
 __all__ = ["DEFAULT_PROVIDER", "REPLAY", "ReplayConfig", "plugin"]
 
@@ -24,13 +25,18 @@ class ReplayConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_o
     """`log`: a JSONL log or a scenario directory (`session.jsonl`, `session.N.jsonl`, `override.json`).
     `children`: more child logs. `override`: an override file (for a directory: instead of its `override.json`).
     `providers`: the provider ids to serve; empty (the default) serves every provider id the recording's
-    `request/header` events name, or `replay` when they name none. `pace_ms`: a delay before each chunk."""
+    `request/header` events name, or `replay` when they name none. `routes`: more provider ids to serve it under as
+    well (a deployment's own routes, whatever they are called). `pace_ms`: a delay before each chunk.
+    `tools`: per tool name, `live` (run it) or `recorded` (serve the recording's result); a tool not named is
+    recorded when its definition is not hermetic (see replay/_tools.py)."""
 
     log: str
     children: tuple[str, ...] = ()
     override: str | None = None
     providers: tuple[str, ...] = ()
+    routes: tuple[str, ...] = ()
     pace_ms: float = 0.0
+    tools: dict[str, ToolMode] = msgspec.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.log:
@@ -51,9 +57,11 @@ def _apply(ctx: Context, config: ReplayConfig) -> None:
     recording = load_recording(config.log, children=config.children, override=config.override)
     adapter = ReplayAdapter(recording, sessions=ctx.get(STORE), pace_ms=config.pace_ms)
     llm = ctx.get(LLM)
-    for provider in config.providers or recording.providers or (DEFAULT_PROVIDER,):
+    served = config.providers or recording.providers or (DEFAULT_PROVIDER,)
+    for provider in dict.fromkeys((*served, *config.routes)):
         llm.register(provider, adapter)
     ctx.provide(REPLAY, adapter)
+    serve_recorded_tools(ctx, adapter, config.tools)
     logs = [(script.log.name, script.log.id, script.deliveries) for script in recording.scripts]
     ctx.provide(INBOX_GATE, RecordedInbox(logs, adapter.bound_log))
 

@@ -26,10 +26,12 @@ _CHILD = re.compile(r"session\.(\d+)\.jsonl")
 @dataclass(frozen=True, slots=True)
 class Recording:
     """The primary log's script and its child logs' scripts, children ordered by `createdAt`, then id (the order in
-    which the original numbered them), each sliced at its seed."""
+    which the original numbered them), each sliced at its seed; `logs` are the recorded logs themselves, in the same
+    order (what a recorded tool's result is read from)."""
 
     root: Script
     children: tuple[Script, ...] = ()
+    logs: tuple[RecordedLog, ...] = ()
 
     @property
     def scripts(self) -> tuple[Script, ...]:
@@ -54,7 +56,9 @@ class Recording:
 
 def _recording(root: RecordedLog, children: Sequence[RecordedLog], overrides: Overrides | None) -> Recording:
     ordered = sorted(children, key=lambda log: (log.info.created_at, log.info.id))
-    return Recording(derive_script(root, overrides), tuple(derive_script(child) for child in ordered))
+    return Recording(
+        derive_script(root, overrides), tuple(derive_script(child) for child in ordered), (root, *ordered)
+    )
 
 
 def child_logs(directory: Path) -> list[Path]:

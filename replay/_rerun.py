@@ -12,7 +12,7 @@ import re
 import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
-from contextlib import AsyncExitStack, contextmanager
+from contextlib import AsyncExitStack, ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,17 +21,17 @@ import msgspec
 from rich.console import Console
 
 from runtime.agent import AGENTS, EVENT, INBOX_GATE, Agent, AgentEvent, AgentOptions
-from runtime.cli.view import TerminalView
-from runtime.kernel import Context, Deployment, load_deployment_into
+from runtime.host import TerminalView, hosted
+from runtime.kernel import Context, Deployment
 from runtime.llm import TextBlock, UserBlock
 from runtime.session import (
-    STORE,
     CountingIds,
     FixedClock,
     RequestHeader,
     SessionEndSeed,
     SessionInfo,
     SessionStore,
+    StoredEvent,
     TurnEnd,
     write_jsonl,
 )
@@ -42,6 +42,8 @@ from ._inputs import Action, Leave, Resume, Run, Steer, Woken, plan_of_doc, plan
 from ._placeholders import CWD_PLACEHOLDER
 from ._plugin import REPLAY
 from ._recording import Recording, child_logs, load_recording
+from ._replayed import ToolCallRecord, final_text, log_events, tool_calls
+from ._routes import missing_key
 from ._scenario import Scenario, live_deployment, replay_deployment, scripted_deployment
 from ._script import Hang, recorded_turns
 from ._skeleton import first_divergence, skeleton
@@ -68,6 +70,22 @@ class Rerun:
     divergence: str | None
     logs: list[tuple[SessionInfo, bytes]]
     view: str
+
+    # what the primary session did, for hand-written tests (see replay/_replayed.py)
+    @property
+    def events(self) -> list[StoredEvent]:
+        """The primary session's replayed events (the workspace written `{{cwd}}`)."""
+        return log_events(self.logs[0][1]) if self.logs else []
+
+    @property
+    def tool_calls(self) -> list[ToolCallRecord]:
+        """The primary session's tool calls, each with its arguments and result."""
+        return tool_calls(self.events)
+
+    @property
+    def text(self) -> str | None:
+        """The assistant's final text in the primary session."""
+        return final_text(self.events)
 
 
 def _normalise(data: bytes, cwd: str) -> bytes:
@@ -150,9 +168,8 @@ async def _drive(
 ) -> tuple[list[SessionInfo], str]:
     """Run the scenario's turns in one agent; return the sessions it made and the view. The sessions come in the
     order of the recorded logs they were bound to (`order`, by log name), then any others by creation."""
-    ctx = Context()
-    ctx.provide(STORE, store)
-    loaded = load_deployment_into(ctx, deployment)
+    lifecycle = ExitStack()
+    ctx = lifecycle.enter_context(hosted(deployment, store)).ctx
     out = io.StringIO()
     view_console = Console(file=out, width=100, color_system=None, force_terminal=False, soft_wrap=True)
     view = TerminalView(view_console)
@@ -188,9 +205,7 @@ async def _drive(
             gate.assert_consumed()
         return _in_recorded_order(store.sessions(), bindings, order), out.getvalue()
     finally:
-        for plugin in reversed(loaded):
-            plugin.unload()
-        ctx.dispose()
+        lifecycle.close()
 
 
 async def _run_plan(
@@ -216,11 +231,7 @@ async def _run_plan(
 
     async def steer_at_step(event: AgentEvent) -> None:
         stored = event.event
-        if (
-            not current
-            or event.agent is not current[-1]
-            or stored.type not in ("tool/call", "assistant/message")
-        ):
+        if not current or event.agent is not current[-1] or stored.type != "assistant/message":
             return
         view = stored.view()
         data = view.data
@@ -370,6 +381,12 @@ async def record(
     if scenario.doc.inputs is None:
         raise ScriptError(
             "recording needs the user inputs: list them under `inputs:` in scenario.yml",
+            place=str(scenario.directory or scenario.log),
+        )
+    if replies is None and (missing := missing_key(scenario)) is not None:
+        raise ScriptError(
+            f"cannot record against the live model: {missing}; set it, or serve hand-written replies "
+            "(dsh record --script replies.yml)",
             place=str(scenario.directory or scenario.log),
         )
     deployment = live_deployment(scenario) if replies is None else scripted_deployment(scenario, replies)

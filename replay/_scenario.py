@@ -15,9 +15,11 @@ from runtime.kernel import Deployment, PluginEntry, decode_plugin_config, load_d
 
 from ._authored import ScriptedConfig, scripted_plugin
 from ._errors import ScriptError
-from ._plugin import ReplayConfig
+from ._plugin import DEFAULT_PROVIDER, ReplayConfig
 from ._plugin import plugin as replay_plugin
 from ._recording import ROOT_LOG
+from ._source import read_log
+from ._tools import ToolMode
 
 __all__ = [
     "DEFAULT_DEPLOYMENT",
@@ -54,7 +56,9 @@ class ScenarioDoc(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     plugin and tool). `overlay`: per plugin id, config keys laid over the deployment's (a persona edit, a tool's
     limits). `inputs`: the user's message of each turn (default: the ones the recording logged). `resume_before`: turns
     before which the agent is closed and its session resumed (default: where the recording was). `model` and
-    `provider`: the agent's (default: what the recording's first request header names). `steer`: steering typed
+    `provider`: the agent's (default: what the recording's first request header names). `tools`: per tool name, `live`
+    or `recorded` in a replay (default: recorded exactly for the tools whose definition is not hermetic, such as
+    web_fetch and web_search; see replay/_tools.py). `steer`: steering typed
     during a turn (see `SteerDoc`). `left_queued`: per turn N in `resume_before`, a prompt queued just before the
     agent is closed and left unclaimed (a crash), which the resumed agent's inbox starts turn N with; `inputs` then
     has no entry for turn N. `woken_turns`: turns no user input opens, which the agent's inbox starts (a background
@@ -68,6 +72,7 @@ class ScenarioDoc(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     resume_before: list[int] = msgspec.field(default_factory=list)
     model: str | None = None
     provider: str | None = None
+    tools: dict[str, ToolMode] = msgspec.field(default_factory=dict)
     steer: list[SteerDoc] = msgspec.field(default_factory=list)
     left_queued: dict[int, str] = msgspec.field(default_factory=dict)
     woken_turns: list[int] = msgspec.field(default_factory=list)
@@ -91,9 +96,14 @@ class Scenario:
 
     @property
     def deployment_file(self) -> Path:
+        """`deployment` relative to the scenario; when no such file is there, relative to the current directory (a
+        project's root, where `dsh replay` runs); default: replay's own."""
         if self.doc.deployment is None or self.directory is None:
             return DEFAULT_DEPLOYMENT
-        return (self.directory / self.doc.deployment).resolve()
+        beside = (self.directory / self.doc.deployment).resolve()
+        if beside.exists() or not Path(self.doc.deployment).is_file():
+            return beside
+        return Path(self.doc.deployment).resolve()
 
 
 def load_scenario(path: Path) -> Scenario:
@@ -172,11 +182,36 @@ def scripted_deployment(scenario: Scenario, replies: Path) -> Deployment:
     )
 
 
-def with_replay(deployment: Deployment, log: Path) -> Deployment:
-    """Any deployment with its live transport swapped for the replay plugin serving `log` (a JSONL log or a
-    scenario directory): `dsh run|chat|acp --replay LOG` (the `dsh.replay` entry point)."""
-    replay = PluginEntry("replay", "replay", replay_plugin, ReplayConfig(log=str(log)), None)
-    return _swap_transport(log, deployment, replay)
+def _first_route(log: Path) -> tuple[str | None, str | None]:
+    """The provider and model of a recording's first request header (None where it names none)."""
+    for event, _ in read_log(log / ROOT_LOG if log.is_dir() else log).events():
+        if event.type == "request/header":
+            config = msgspec.json.decode(event.data).get("header", {}).get("config", {})
+            return config.get("provider"), config.get("model")
+    return None, None
+
+
+def with_replay(deployment: Deployment | None, log: Path, provider: str | None = None) -> Deployment:
+    """A deployment with its live transport swapped for the replay plugin serving `log` (a JSONL log or a
+    scenario directory): `dsh run|chat|acp --replay LOG` (the `dsh.replay` entry point). With no deployment, the
+    one `dsh replay` uses. The recording is served under its own provider ids and under every route the
+    deployment names (its `provider:` and the live transport's routes) and under `provider` (`--provider`),
+    whatever they are called; an agent of a deployment that names no provider or model takes the recording's."""
+    if deployment is None:
+        deployment = load_deployment(DEFAULT_DEPLOYMENT)
+    recorded, model = _first_route(log)
+    routes = dict.fromkeys(
+        route.id
+        for entry in deployment.plugins
+        if entry.use == LIVE_TRANSPORT
+        for route in getattr(entry.config, "providers", ())
+    )
+    agent_provider = provider or deployment.provider or recorded or DEFAULT_PROVIDER
+    routes[agent_provider] = None
+    config = ReplayConfig(log=str(log), routes=tuple(routes))
+    replay = PluginEntry("replay", "replay", replay_plugin, config, None)
+    swapped = _swap_transport(log, deployment, replay)
+    return Deployment(swapped.path, swapped.plugins, deployment.model or model, agent_provider)
 
 
 def replay_deployment(scenario: Scenario, *, pace_ms: float = 0.0) -> Deployment:
@@ -185,7 +220,11 @@ def replay_deployment(scenario: Scenario, *, pace_ms: float = 0.0) -> Deployment
     deployment = live_deployment(scenario)
     source = scenario.directory or scenario.log
     replay = PluginEntry(
-        "replay", "replay", replay_plugin, ReplayConfig(log=str(source), pace_ms=pace_ms), None
+        "replay",
+        "replay",
+        replay_plugin,
+        ReplayConfig(log=str(source), pace_ms=pace_ms, tools=scenario.doc.tools),
+        None,
     )
     entries: list[PluginEntry] = []
     for entry in deployment.plugins:

@@ -10,6 +10,7 @@ PACKAGES = [
     "runtime.kernel",
     "runtime.jsonlines",
     "runtime.cli",
+    "runtime.host",
     "runtime.tools",
     "runtime.agent",
     "plugins.tool_bash",

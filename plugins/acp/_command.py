@@ -1,5 +1,6 @@
 """`dsh acp`: serve a deployment's agent over the Agent Client Protocol on stdin/stdout (JSON-RPC only on stdout;
-logs on stderr), and `serve`, the same over any byte stream pair."""
+logs on stderr), and `serve`, the same over any byte stream pair. When the client closes its end, every request
+already received is still answered (a running prompt, cancelled, answers `cancelled`) before the server stops."""
 
 from __future__ import annotations
 
@@ -7,20 +8,60 @@ import logging
 import sys
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import anyio
 from acp import Agent
 from acp.agent.connection import AgentSideConnection
 from anyio.abc import ByteReceiveStream, ByteSendStream
 
-from runtime.cli import ConfigOption, Host, ReplayOption, StoreOption, open_host
+from runtime.host import ConfigOption, Host, ReplayOption, StoreOption, open_host
 from runtime.jsonlines import JsonLinesTransport
 
 from ._server import AcpServer
 from ._transport import stdio_streams
 
-__all__ = ["acp_command", "serve"]
+__all__ = ["ANSWER_GRACE_S", "acp_command", "serve"]
+
+log = logging.getLogger("dsh.acp")
+
+ANSWER_GRACE_S = 10.0
+"""How long, once the client's input has ended, the requests it sent may take to answer before they are dropped."""
+
+
+class _Answering:
+    """The transport, counting the requests received and not yet answered, so the end of input can wait for them."""
+
+    def __init__(self, inner: JsonLinesTransport) -> None:
+        self._inner = inner
+        self._unanswered: set[object] = set()
+        self._answered = anyio.Event()
+
+    @property
+    def unanswered(self) -> int:
+        return len(self._unanswered)
+
+    async def send(self, message: dict[str, Any]) -> None:
+        await self._inner.send(message)
+        if "method" not in message and "id" in message:
+            self._unanswered.discard(message["id"])
+            if not self._unanswered:
+                self._answered.set()
+
+    async def receive(self) -> dict[str, Any] | None:
+        message = await self._inner.receive()
+        if message is not None and "method" in message and "id" in message:
+            self._unanswered.add(message["id"])
+            self._answered = anyio.Event()
+        return message
+
+    async def close(self) -> None:
+        await self._inner.close()
+
+    async def answered(self) -> None:
+        """Wait until every request received has been answered."""
+        if self._unanswered:
+            await self._answered.wait()
 
 
 def _version() -> str:
@@ -32,8 +73,9 @@ def _version() -> str:
 
 async def serve(host: Host, receive: ByteReceiveStream, send: ByteSendStream) -> None:
     """Serve ACP on `receive`/`send` until the client closes its end; then running turns are cancelled (logged
-    aborted) and every open session's log is flushed and closed."""
-    transport = JsonLinesTransport(receive, send, answer=True, name="client")
+    aborted), every request received is answered (for up to `ANSWER_GRACE_S`), and every open session's log is
+    flushed and closed."""
+    transport = _Answering(JsonLinesTransport(receive, send, answer=True, name="client"))
     async with anyio.create_task_group() as group:
         server = AcpServer(host, group, version=_version())
         # The SDK types its agent as the full `acp.Agent` protocol; the router answers the methods AcpServer does
@@ -43,6 +85,17 @@ async def serve(host: Host, receive: ByteReceiveStream, send: ByteSendStream) ->
         )
         try:
             await conn.listen()
+            for session in server.sessions.values():
+                if session.turn is not None:
+                    session.turn.cancel()
+            with anyio.move_on_after(ANSWER_GRACE_S) as waited:
+                await transport.answered()
+            if waited.cancelled_caught:
+                log.warning(
+                    "the client's input ended; %d request(s) still unanswered after %.0f s are dropped",
+                    transport.unanswered,
+                    ANSWER_GRACE_S,
+                )
         finally:
             with anyio.CancelScope(shield=True):
                 server.close()

@@ -43,7 +43,7 @@ from acp.schema import (
 from anyio.abc import TaskGroup, TaskStatus
 
 from runtime.agent import AGENTS, EVENT, Agent, AgentEvent, TurnOutcome, last_turn_end
-from runtime.cli import Host
+from runtime.host import Host
 from runtime.kernel import Disposer
 from runtime.llm import TextBlock, UserBlock
 from runtime.session import SessionInUseError, SessionNotFoundError

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import shutil
 import signal
 import tempfile
 from collections.abc import AsyncIterator
@@ -39,6 +40,7 @@ from anyio.abc import Process
 from plugins.subagent import SUBAGENTS, StopReason, SubagentProvider, SubagentRequest, SubagentResult
 from runtime.jsonlines import JsonLinesTransport
 from runtime.kernel import Context, Plugin
+from runtime.tools.guard import guarded
 
 __all__ = ["AcpConfig", "AcpRun", "acp_provider", "plugin", "stop_reason"]
 
@@ -173,12 +175,17 @@ class AcpRun:
     async def open(self) -> None:
         """Start the process, initialize, open a session in the workspace. A failure becomes the run's result."""
         command = self.config.command
+        env = default_environment() | self.config.env
+        missing = _unstartable(command[0], self.workspace, env.get("PATH"))
+        if missing is not None:  # the supervisor below would start, and only report exit code 127
+            self._fail(f"the ACP agent could not start ({' '.join(command)}): {missing}")
+            return
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115  # closed by close(), after the process is gone
         try:
             self.process = await anyio.open_process(
-                list(command),
+                guarded(list(command)),  # dies with this process, even by SIGKILL
                 cwd=self.workspace,
-                env=default_environment() | self.config.env,
+                env=env,
                 stderr=self._stderr,
                 start_new_session=True,  # its own process group: stopping it stops what it started
             )
@@ -364,3 +371,14 @@ plugin = Plugin(
     needs=(SUBAGENTS,),
     description="the acp subagent provider: a child agent in an external ACP agent process (e.g. dsh acp)",
 )
+
+
+def _unstartable(program: str, cwd: str | os.PathLike[str], path: str | None) -> str | None:
+    """Why `program` cannot be started from `cwd` (a path is taken relative to it, a bare name is looked up on
+    `path`), or None if it can."""
+    if os.sep not in program:
+        return None if shutil.which(program, path=path) else f"{program}: not found on PATH"
+    candidate = os.path.join(cwd, program)
+    if not os.path.isfile(candidate):
+        return f"{program}: No such file or directory"
+    return None if os.access(candidate, os.X_OK) else f"{program}: Permission denied"

@@ -1,5 +1,6 @@
-"""Running one shell command: a fresh `bash -c` in its own process group, both streams read with a bounded tail,
-a timeout, and the whole group killed on timeout or cancellation so nothing outlives the call."""
+"""Running one shell command: a fresh `bash -c` (under the sandbox, when there is one) in its own process group,
+under the supervisor that kills it when dsh dies, both streams read with a bounded tail, a timeout, and the whole
+group killed on timeout or cancellation so nothing outlives the call."""
 
 from __future__ import annotations
 
@@ -13,6 +14,10 @@ from pathlib import Path
 
 import anyio
 from anyio.abc import ByteReceiveStream, Process
+
+from runtime.tools.guard import guarded
+
+from .sandbox import Sandbox
 
 __all__ = ["ShellOutcome", "TailBuffer", "run_shell"]
 
@@ -97,13 +102,19 @@ async def run_shell(
     limit_seconds: float,
     cap: int,
     env: Mapping[str, str] | None = None,
+    sandbox: Sandbox | None = None,
+    workspace: Path | None = None,
 ) -> ShellOutcome:
-    """Run `command` with `bash -c` in `cwd`. After `limit_seconds` the process group is killed and the outcome says so; on
-    cancellation the group is killed and the cancellation propagates."""
+    """Run `command` with `bash -c` in `cwd`, confined by `sandbox` (to `workspace`, `cwd` by default) when given.
+    After `limit_seconds` the process group is killed and the outcome says so; on cancellation the group is killed
+    and the cancellation propagates; when dsh dies, the supervisor kills it."""
     stdout, stderr = TailBuffer(cap), TailBuffer(cap)
     timed_out = False
+    argv = ["bash", "-c", command]
+    if sandbox is not None:
+        argv = sandbox.argv(argv, workspace=workspace or cwd, workdir=cwd)
     process = await anyio.open_process(
-        ["bash", "-c", command],
+        guarded(argv),
         cwd=cwd,
         env=dict(env) if env is not None else None,
         stdin=subprocess.DEVNULL,

@@ -1,23 +1,27 @@
 """The `bash` tool: its description and schema (names as the original's, so recorded sessions replay), the result
-text with its markers, the plugin and its config."""
+text with its markers, the plugin and its config (timeouts, output cap, the environment policy and the sandbox)."""
 
 from __future__ import annotations
 
 import os
 import signal
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import msgspec
 
 from runtime.kernel import Context, Plugin
-from runtime.prompt import SYSTEM_PROMPT, PromptSection
-from runtime.tools import TOOLS, Tool, ToolContext, ToolResult
+from runtime.prompt import SYSTEM_PROMPT, PromptContext, PromptSection
+from runtime.tools import TOOL_ENV, TOOLS, EnvPolicy, Tool, ToolContext, ToolEnvironment, ToolResult
 
+from .sandbox import POLICIES, Policy, Sandbox, policy_text
 from .shell import ShellOutcome, TailBuffer, run_shell
 
-__all__ = ["DESCRIPTION", "SECTION", "BashConfig", "format_outcome", "plugin"]
+__all__ = ["DESCRIPTION", "SANDBOX_CONTEXT", "SECTION", "BashConfig", "EnvConfig", "format_outcome", "plugin"]
+
+SANDBOX_CONTEXT = "sandbox:policy"
+"""The runtime context (order 110, as the original's) stating a sandboxed policy to the model."""
 
 DESCRIPTION = (
     "Run a command with `bash -c` and return what it printed. Every call starts a fresh shell in the workspace: "
@@ -63,15 +67,40 @@ PARAMETERS: dict[str, Any] = {
 }
 
 
+class EnvConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """What commands inherit beyond the default policy: `allow` keeps variables the credential patterns would
+    withhold, `deny` withholds more (names or `*`/`?` patterns; see `runtime.tools.EnvPolicy`)."""
+
+    allow: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        self.policy()  # validates every entry
+
+    def policy(self) -> EnvPolicy:
+        return EnvPolicy(allow=self.allow, deny=self.deny)
+
+
 class BashConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """`timeout_ms`: the default per call; `max_timeout_ms`: the cap on `timeoutMs`; `output_cap_bytes`: the
-    tail kept of each stream."""
+    tail kept of each stream; `env`: the environment policy's additions; `sandbox`: the file policy each command
+    runs under; `sandbox_network`: whether a sandboxed command may use the network."""
 
     timeout_ms: int = 120_000
     max_timeout_ms: int = 600_000
     output_cap_bytes: int = 30_000
+    env: EnvConfig = EnvConfig()
+    sandbox: str = "danger-full-access"
+    sandbox_network: bool = False
+
+    @property
+    def policy(self) -> Policy:
+        return cast(Policy, self.sandbox)  # checked in __post_init__
 
     def __post_init__(self) -> None:
+        if self.sandbox not in POLICIES:
+            valid = ", ".join(f'"{policy}"' for policy in POLICIES)
+            raise msgspec.ValidationError(f'`sandbox` is "{self.sandbox}"; the file policies are {valid}')
         for name in ("timeout_ms", "max_timeout_ms", "output_cap_bytes"):
             if getattr(self, name) <= 0:
                 raise msgspec.ValidationError(f"`{name}` must be positive")
@@ -86,8 +115,9 @@ def _stream_text(buffer: TailBuffer) -> str:
     return text
 
 
-def format_outcome(outcome: ShellOutcome, *, timeout_ms: int) -> str:
-    """stdout, then `[stderr]` and stderr, or `(no output)`; then the markers, the exit code last."""
+def format_outcome(outcome: ShellOutcome, *, timeout_ms: int, sandbox: Sandbox | None = None) -> str:
+    """stdout, then `[stderr]` and stderr, or `(no output)`; then the markers (under a sandbox, a failed command's
+    says what the sandbox blocks), the exit code last."""
     text = _stream_text(outcome.stdout)
     if outcome.stderr.total:
         if text and not text.endswith("\n"):
@@ -98,6 +128,8 @@ def format_outcome(outcome: ShellOutcome, *, timeout_ms: int) -> str:
     markers = []
     if outcome.timed_out:
         markers.append(f"[timed out after {timeout_ms}ms]")
+    if sandbox is not None and outcome.returncode != 0 and not outcome.timed_out:
+        markers.append(sandbox.refusal_note())
     if outcome.returncode < 0:
         markers.append(f"[killed by signal: {signal.Signals(-outcome.returncode).name}]")
     elif outcome.returncode > 0:
@@ -107,7 +139,9 @@ def format_outcome(outcome: ShellOutcome, *, timeout_ms: int) -> str:
     return text
 
 
-def _make_tool(config: BashConfig) -> Tool:
+def _make_tool(config: BashConfig, environment: ToolEnvironment, sandbox: Sandbox | None) -> Tool:
+    env_policy = config.env.policy()
+
     async def execute(arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         timeout_ms = int(min(arguments.get("timeoutMs", config.timeout_ms), config.max_timeout_ms))
         workdir = context.cwd / Path(arguments.get("workdir", "."))
@@ -120,10 +154,12 @@ def _make_tool(config: BashConfig) -> Tool:
             cwd=workdir,
             limit_seconds=timeout_ms / 1000,
             cap=config.output_cap_bytes,
-            env=os.environ,
+            env=environment.child_env(os.environ, env_policy),  # read per call: plugins declare secrets later
+            sandbox=sandbox,
+            workspace=context.cwd,
         )
         return ToolResult(
-            format_outcome(outcome, timeout_ms=timeout_ms),
+            format_outcome(outcome, timeout_ms=timeout_ms, sandbox=sandbox),
             meta={"exitCode": outcome.returncode, "timedOut": outcome.timed_out},
         )
 
@@ -131,14 +167,24 @@ def _make_tool(config: BashConfig) -> Tool:
 
 
 def _apply(ctx: Context, config: BashConfig) -> None:
-    ctx.get(TOOLS).register(_make_tool(config))
-    ctx.get(SYSTEM_PROMPT).section(SECTION)
+    sandbox = None
+    if config.policy != "danger-full-access":
+        # Checked now, so a deployment that asks for a sandbox it cannot have fails to load instead of running
+        # commands unconfined.
+        sandbox = Sandbox.check(config.policy, network=config.sandbox_network, plugin=ctx.plugin_id)
+    ctx.get(TOOLS).register(_make_tool(config, ctx.get(TOOL_ENV), sandbox))
+    prompt = ctx.get(SYSTEM_PROMPT)
+    prompt.section(SECTION)
+    if sandbox is not None:
+        prompt.context(
+            PromptContext(SANDBOX_CONTEXT, 110, policy_text(sandbox.policy, network=sandbox.network))
+        )
 
 
 plugin = Plugin(
     name="tool-bash",
     apply=_apply,
     config=BashConfig,
-    needs=(SYSTEM_PROMPT, TOOLS),
-    description="the bash tool, and its tool:bash prompt section",
+    needs=(SYSTEM_PROMPT, TOOLS, TOOL_ENV),
+    description="the bash tool, its tool:bash prompt section and, under a sandbox, the sandbox:policy context",
 )

@@ -18,6 +18,7 @@ from .errors import NOT_A_FILE as NOT_A_FILE
 from .errors import OFFSET_OUT_OF_RANGE as OFFSET_OUT_OF_RANGE
 from .errors import PATH_OUTSIDE_WORKSPACE as PATH_OUTSIDE_WORKSPACE
 from .errors import PERMISSION_DENIED as PERMISSION_DENIED
+from .errors import UNSUPPORTED_PATTERN as UNSUPPORTED_PATTERN
 from .errors import FsError as FsError
 from .globs import GlobMatcher as GlobMatcher
 from .paths import Workspace as Workspace
@@ -43,6 +44,7 @@ __all__ = [
     "PATH_OUTSIDE_WORKSPACE",
     "PERMISSION_DENIED",
     "SECTIONS",
+    "UNSUPPORTED_PATTERN",
     "Config",
     "FsError",
     "GlobMatcher",

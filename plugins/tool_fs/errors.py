@@ -20,6 +20,7 @@ __all__ = [
     "OFFSET_OUT_OF_RANGE",
     "PATH_OUTSIDE_WORKSPACE",
     "PERMISSION_DENIED",
+    "UNSUPPORTED_PATTERN",
     "FsError",
 ]
 
@@ -45,6 +46,9 @@ NO_CHANGE = "NO_CHANGE"
 EMPTY_OLD_STRING = "EMPTY_OLD_STRING"
 INVALID_PATTERN = "INVALID_PATTERN"
 """glob or grep: the pattern (or include glob) does not compile."""
+UNSUPPORTED_PATTERN = "UNSUPPORTED_PATTERN"
+"""grep: a valid regular expression that needs backtracking (backreferences, lookaround), which the linear-time
+engine does not run."""
 PERMISSION_DENIED = "PERMISSION_DENIED"
 IO_ERROR = "IO_ERROR"
 """Any other operating-system failure; the message carries the system's reason."""

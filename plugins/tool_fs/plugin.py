@@ -192,6 +192,7 @@ def _grep_tool(config: Config) -> Tool:
                 arguments.get("path"),
                 arguments.get("include"),
                 limits,
+                check_cancelled=anyio.from_thread.check_cancelled,
             )
         )
 
@@ -200,8 +201,9 @@ def _grep_tool(config: Config) -> Tool:
         description=(
             "Search file contents for a regular expression and return the matching lines with their line "
             "numbers, grouped by file, newest file first, at most "
-            f"{config.grep_max_matches} lines. The syntax is Python's `re`, which reads common ripgrep patterns "
-            "the same way; each line is matched on its own. Binary files are skipped." + _skipped(config)
+            f"{config.grep_max_matches} lines. The syntax is RE2's, which reads common ripgrep patterns the "
+            "same way (no backreferences or lookaround); each line is matched on its own. Binary files are skipped."
+            + _skipped(config)
         ),
         parameters={
             "type": "object",

@@ -1,6 +1,6 @@
 """The `web_fetch` and `web_search` tool plugin."""
 
-from .fetch import FetchError as FetchError
+from .errors import FetchError as FetchError
 from .fetch import html_to_text as html_to_text
 from .search import SearchBackend as SearchBackend
 from .search import SearchHit as SearchHit

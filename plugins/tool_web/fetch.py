@@ -1,30 +1,24 @@
-"""Fetching one web page for the model: only http(s), only public addresses unless configured otherwise, bounded
-in bytes and time, redirects re-checked hop by hop, and HTML turned into readable Markdown."""
+"""Fetching one web page for the model: only http(s), only public addresses unless configured otherwise (each hop
+connects to the address it checked, see `target`), bounded in bytes and time, redirects re-checked hop by hop, and
+HTML turned into readable Markdown."""
 
 from __future__ import annotations
 
-import ipaddress
-import socket
 from dataclasses import dataclass
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urljoin
 
 import anyio
 import httpx
 from bs4 import BeautifulSoup
 from markdownify import MarkdownConverter
 
+from .errors import FetchError
+from .target import Target, parse_url, resolve
+
 __all__ = ["FetchError", "FetchLimits", "Page", "fetch_page", "html_to_text"]
 
 _MAX_REDIRECTS = 5
 _DROPPED_TAGS = ("script", "style", "noscript", "template", "svg", "iframe", "head")
-
-
-class FetchError(Exception):
-    """A fetch the tool refuses or that failed; `code` is stable and becomes the error result's code."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 @dataclass(frozen=True)
@@ -61,56 +55,66 @@ def html_to_text(html: str, base_url: str) -> str:
     return "\n".join(collapsed).strip()
 
 
-async def _check_address(host: str, port: int, limits: FetchLimits) -> None:
-    if limits.allow_private_networks:
-        return
-    try:
-        infos = await anyio.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except OSError as error:
-        raise FetchError("DNS", f"cannot resolve {host}: {error}") from error
-    for info in infos:
-        address = ipaddress.ip_address(info[4][0])
-        if not address.is_global:
-            raise FetchError(
-                "BLOCKED_ADDRESS",
-                f"{host} resolves to {address}, a non-public address; fetching private, loopback and link-local "
-                "addresses is disabled (config allow_private_networks)",
-            )
-
-
-def _check_url(url: str) -> tuple[str, int]:
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https"):
-        raise FetchError("UNSUPPORTED_SCHEME", f"only http and https URLs can be fetched, not {url!r}")
-    if not parts.hostname:
-        raise FetchError("INVALID_URL", f"{url!r} has no host")
-    return parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
-
-
 def _decode(body: bytes, response: httpx.Response) -> str:
-    return body.decode(response.charset_encoding or "utf-8", errors="replace")
+    try:
+        return body.decode(response.charset_encoding or "utf-8", errors="replace")
+    except LookupError:  # a charset Python does not know (the server's word, not ours): read it as UTF-8
+        return body.decode("utf-8", errors="replace")
+
+
+def _pinned_request(client: httpx.AsyncClient, target: Target, address: str) -> httpx.Request:
+    """GET `target` from `address`: the URL names the checked address, so the client connects there and nowhere
+    else, while the Host header and the TLS server name (SNI, and the certificate check) stay the URL's host."""
+    extensions = {} if target.is_ip_literal or target.url.scheme != "https" else {"sni_hostname": target.host}
+    return client.build_request(
+        "GET",
+        target.url.copy_with(host=address),
+        headers={"Host": target.url.netloc.decode("ascii")},
+        extensions=extensions,
+    )
 
 
 async def fetch_page(url: str, limits: FetchLimits) -> Page:
-    """GET `url` (following up to five redirects, each checked like the first) and return its text."""
+    """GET `url` (following up to five redirects, each checked like the first) and return its text. Each hop's host
+    is resolved once and the connection goes to the address that was checked, so a name that resolves differently
+    the second time (DNS rebinding) cannot reach a private address."""
     try:
         with anyio.fail_after(limits.timeout_seconds):
+            # No proxies from the environment: a proxy would connect on our behalf, past the check. Requests go
+            # straight to the transport: the client would parse a redirect's Location itself, before we can.
+            transport = httpx.AsyncHTTPTransport(trust_env=False)
             async with httpx.AsyncClient(
-                follow_redirects=False, headers={"User-Agent": limits.user_agent}, timeout=None
+                headers={"User-Agent": limits.user_agent}, timeout=None, trust_env=False, transport=transport
             ) as client:
                 for _ in range(_MAX_REDIRECTS + 1):
-                    host, port = _check_url(url)
-                    await _check_address(host, port, limits)
-                    async with client.stream("GET", url) as response:
+                    target = parse_url(url)
+                    address = await resolve(target, allow_private=limits.allow_private_networks)
+                    request = _pinned_request(client, target, address)
+                    response = await transport.handle_async_request(request)
+                    response.request = request
+                    try:
                         if response.is_redirect and "location" in response.headers:
-                            url = urljoin(url, response.headers["location"])
+                            url = _redirect(target, response.headers["location"])
                             continue
-                        return await _read(url, response, limits)
+                        return await _read(str(target.url), response, limits)
+                    finally:
+                        await response.aclose()
                 raise FetchError("TOO_MANY_REDIRECTS", f"more than {_MAX_REDIRECTS} redirects")
     except TimeoutError as error:
         raise FetchError("TIMEOUT", f"no complete answer within {limits.timeout_seconds:g}s") from error
+    except (httpx.InvalidURL, httpx.UnsupportedProtocol) as error:
+        raise FetchError("INVALID_URL", f"{url!r} is not a valid URL: {error}") from error
     except httpx.HTTPError as error:
         raise FetchError("TRANSPORT", f"{type(error).__name__}: {error}") from error
+
+
+def _redirect(target: Target, location: str) -> str:
+    try:
+        return str(target.url.join(location))
+    except (httpx.InvalidURL, ValueError, UnicodeError) as error:
+        raise FetchError(
+            "INVALID_URL", f"{target.url} redirected to {location!r}, which is not a valid URL: {error}"
+        ) from error
 
 
 async def _read(url: str, response: httpx.Response, limits: FetchLimits) -> Page:
@@ -132,4 +136,4 @@ async def _read(url: str, response: httpx.Response, limits: FetchLimits) -> Page
         text = _decode(bytes(body), response)
     else:
         raise FetchError("UNSUPPORTED_CONTENT", f"{url} is {content_type}, which cannot be shown as text")
-    return Page(str(response.url), response.status_code, content_type, text, truncated)
+    return Page(url, response.status_code, content_type, text, truncated)

@@ -8,7 +8,7 @@ from typing import Protocol
 
 import httpx
 
-from .fetch import FetchError
+from .errors import FetchError
 
 __all__ = ["SearchBackend", "SearchHit", "SearchResults", "SearxngBackend"]
 

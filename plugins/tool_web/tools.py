@@ -9,7 +9,7 @@ import msgspec
 
 from runtime.kernel import Context, Plugin
 from runtime.prompt import SYSTEM_PROMPT, PromptSection
-from runtime.tools import TOOLS, Tool, ToolContext, ToolResult
+from runtime.tools import TOOL_ENV, TOOLS, Tool, ToolContext, ToolResult
 
 from .fetch import FetchError, FetchLimits, fetch_page
 from .search import SearchBackend, SearchResults, SearxngBackend
@@ -86,7 +86,13 @@ def _fetch_tool(config: WebConfig) -> Tool:
         "properties": {"url": {"type": "string", "description": "The http(s) URL to fetch."}},
         "required": ["url"],
     }
-    return Tool(name="web_fetch", description=FETCH_DESCRIPTION, parameters=parameters, execute=execute)
+    return Tool(
+        name="web_fetch",
+        description=FETCH_DESCRIPTION,
+        parameters=parameters,
+        execute=execute,
+        hermetic=False,
+    )
 
 
 def format_results(results: SearchResults) -> str:
@@ -125,7 +131,13 @@ def _search_tool(search: SearchConfig, backend: SearchBackend) -> Tool:
         },
         "required": ["queries"],
     }
-    return Tool(name="web_search", description=SEARCH_DESCRIPTION, parameters=parameters, execute=execute)
+    return Tool(
+        name="web_search",
+        description=SEARCH_DESCRIPTION,
+        parameters=parameters,
+        execute=execute,
+        hermetic=False,
+    )
 
 
 def _apply(ctx: Context, config: WebConfig) -> None:
@@ -143,6 +155,10 @@ def _apply(ctx: Context, config: WebConfig) -> None:
         )
         tools.register(_search_tool(config.search, backend))
         prompt.section(SEARCH_SECTION)
+        if config.search.api_key_env is not None and ctx.has(TOOL_ENV):
+            ctx.get(TOOL_ENV).withhold(
+                ctx, config.search.api_key_env
+            )  # the search token is no tool's business
 
 
 plugin = Plugin(

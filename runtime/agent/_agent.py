@@ -63,19 +63,17 @@ _IMMEDIATE = ImmediateGate()
 @dataclass(frozen=True)
 class AgentOptions:
     """What an agent runs with. `provider`/`model` route its calls (an `agent/request` listener may supply them
-    instead); `cwd` is its workspace (the session's cwd, and `{{cwd}}`); `persona` replaces the deployment's
-    persona for this agent only; `max_steps` bounds one turn (a model that keeps calling tools ends it `error`)."""
+    instead); `cwd` is its workspace (the session's cwd, and `{{cwd}}`); `max_steps` bounds one turn (a model that keeps calling tools ends it `error`)."""
 
     provider: str | None = None
     model: str | None = None
     cwd: Path | None = None
     config: CallConfig = field(default_factory=CallConfig)
-    persona: str | None = None
     max_steps: int = 100
 
 
 class Agent:
-    """One live session: `log` (the only writer of it), `ctx` (a scope of its own: per-agent persona, tools and
+    """One live session: `log` (the only writer of it), `ctx` (a scope of its own: per-agent tools and
     listeners), `options`. Input is queued (`queue`): a prompt between turns starts the next turn (`serve`, run by
     the registry while the agent is open, starts it), steering queued during a turn enters at its next step. `run`
     queues a prompt and runs its turn. Turns run one at a time. What the loop reads back from its own log (the

@@ -11,7 +11,7 @@ import anyio
 
 from runtime.kernel import Context, NoConfig, Plugin, ServiceKey
 from runtime.llm import LLM
-from runtime.prompt import PERSONA_SECTION, SYSTEM_PROMPT, AssembleContext, PromptSection
+from runtime.prompt import SYSTEM_PROMPT, AssembleContext
 from runtime.session import STORE, SessionStore, SpawnedBy, open_log
 from runtime.tools import TOOLS
 
@@ -22,7 +22,7 @@ __all__ = ["AGENTS", "AgentRegistry", "last_turn_end", "plugin"]
 
 class AgentRegistry:
     """The live agents of one host. Each agent is an async context: leaving it flushes and closes its log and
-    disposes its scope (its persona, tools and listeners)."""
+    disposes its scope (its tools and listeners)."""
 
     def __init__(self, ctx: Context, store: SessionStore) -> None:
         self._ctx = ctx
@@ -104,8 +104,6 @@ class AgentRegistry:
         async with open_log(self.store, session_id, repair=not fresh) as log:
             scope = self._ctx.scoped(f"agent:{session_id}")
             try:
-                if options.persona is not None:
-                    scope.get(SYSTEM_PROMPT).section(PromptSection(PERSONA_SECTION, 0, options.persona))
                 try:
                     async with anyio.create_task_group() as group:
                         agent = Agent(self, scope, log, options, parent=parent, tasks=group)

@@ -1,60 +1,146 @@
 """The `dsh` command: the root typer app (`--version`, `--debug`), its core commands, the commands that plugins and
 replay add through the `dsh.commands` entry-point group, and how a failure reaches the user (one line, or the
-traceback with `--debug`)."""
+traceback with `--debug`).
+
+Nothing is imported before its command runs: the root group knows each command by name and one line of help (the
+core commands' from the table below, an entry point's from its metadata) and imports the module only when the
+command is invoked, so `dsh --help` or `dsh sessions list` never pays for the ACP SDK or the agent loop."""
 
 from __future__ import annotations
 
 import sys
-import traceback
 from collections.abc import Callable
-from importlib.metadata import PackageNotFoundError, entry_points, version
+from dataclasses import dataclass
+from difflib import get_close_matches
+from importlib import import_module
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.markup import escape
+from typer import _click as click
+from typer.core import TyperCommand, TyperGroup
 
-from runtime.kernel import DshError
+from ._entry import version
 
-from .chat_cmd import chat
-from .config_cmd import config_app
-from .prompt_cmd import prompt
-from .run_cmd import run
-from .sessions_cmd import sessions_app
-
-__all__ = ["ENTRY_POINT_GROUP", "add_entry_point_commands", "app", "main"]
+__all__ = ["CORE_COMMANDS", "ENTRY_POINT_GROUP", "add_entry_point_commands", "app", "loaded_command", "main"]
 
 ENTRY_POINT_GROUP = "dsh.commands"
 
+
+@dataclass(frozen=True)
+class _Lazy:
+    """A command known by name before its module is imported: `target` is "module:attribute" (a `typer.Typer`
+    becomes a command group, a function a command) and `summary` the line `dsh --help` shows for it."""
+
+    target: str
+    summary: str
+
+
+CORE_COMMANDS: dict[str, _Lazy] = {
+    "prompt": _Lazy(
+        "runtime.cli.prompt_cmd:prompt", "Print the system prompt and tool schemas a deployment would send."
+    ),
+    "run": _Lazy("runtime.cli.run_cmd:run", "Run one turn headless and stream it to the terminal."),
+    "chat": _Lazy(
+        "runtime.cli.chat_cmd:chat",
+        "Talk with the deployment's agent in the terminal, one turn per line you type.",
+    ),
+    "config": _Lazy("runtime.cli.config_cmd:config_app", "Deployment config files."),
+    "sessions": _Lazy(
+        "runtime.cli.sessions_cmd:sessions_app", "Session logs: list, show, export, import, fork."
+    ),
+}
+"""The core commands, in the order `dsh --help` lists them; a test checks each summary is its command's own."""
+
+
+def _entry_point_commands() -> dict[str, _Lazy]:
+    from importlib.metadata import entry_points  # costs more than typer: only when entry points are asked for
+
+    found: dict[str, _Lazy] = {}
+    for entry in entry_points(group=ENTRY_POINT_GROUP):
+        if entry.name not in CORE_COMMANDS and entry.name not in found:
+            found[entry.name] = _Lazy(
+                entry.value, f"A command from {entry.module}: `dsh {entry.name} --help` says what it does."
+            )
+    return found
+
+
+def _load(name: str, lazy: _Lazy) -> click.Command:
+    module, _, attribute = lazy.target.partition(":")
+    target: object = getattr(import_module(module), attribute)
+    if isinstance(target, typer.Typer):
+        group = typer.main.get_group(target)
+        group.name = name
+        return group
+    if callable(target):
+        single = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+        command: Callable[..., Any] = target
+        single.command(name)(command)
+        return typer.main.get_command(single)
+    raise TypeError(f"command {name} = {lazy.target} must name a typer.Typer or a function")
+
+
+_loaded: dict[str, click.Command] = {}
+
+
+def loaded_command(name: str) -> click.Command | None:
+    """The command `name`, its module imported (once); None for a name `dsh` does not know."""
+    if name in _loaded:
+        return _loaded[name]
+    lazy = CORE_COMMANDS.get(name) or _entry_point_commands().get(name)
+    if lazy is None:
+        return None
+    _loaded[name] = command = _load(name, lazy)
+    return command
+
+
+class _LazyGroup(TyperGroup):
+    """The root group: lists every command without importing it, and imports one only to run it (or show its
+    own help)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [*CORE_COMMANDS, *_entry_point_commands()]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in _loaded:
+            return _loaded[cmd_name]
+        lazy = CORE_COMMANDS.get(cmd_name) or _entry_point_commands().get(cmd_name)
+        if lazy is None:
+            return None
+        return TyperCommand(cmd_name, help=lazy.summary, short_help=lazy.summary)
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        if args:
+            loaded_command(args[0])
+        try:
+            return super().resolve_command(ctx, args)
+        except click.exceptions.UsageError as error:
+            # typer suggests from the commands already added, which a lazy group has none of: suggest from all
+            close = get_close_matches(args[0], self.list_commands(ctx)) if args else []
+            if close and "Did you mean" not in error.message:
+                error.message = f"{error.message.rstrip('.')}. Did you mean {', '.join(map(repr, close))}?"
+            raise
+
+
 app = typer.Typer(
     name="dsh",
+    cls=_LazyGroup,
     help="dsh: an event-sourced agent runtime with replay testing.\n\n"
     "Example: dsh chat --config examples/coding-agent.yml",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
 )
-app.add_typer(config_app, name="config")
-app.add_typer(sessions_app, name="sessions")
-app.command("prompt")(prompt)
-app.command("run")(run)
-app.command("chat")(chat)
 
 
 class _State:
     debug = False
 
 
-def _version() -> str:
-    try:
-        return version("dsh")
-    except PackageNotFoundError:  # running from a source tree that was never installed
-        return "unknown"
-
-
 def _show_version(value: bool) -> None:
     if value:
-        typer.echo(f"dsh {_version()}")
+        typer.echo(f"dsh {version()}")
         raise typer.Exit()
 
 
@@ -72,26 +158,16 @@ def _root(
     _State.debug = debug
 
 
-_added: set[str] = set()
-
-
 def add_entry_point_commands() -> None:
-    """Add each `dsh.commands` entry point once: a `typer.Typer` becomes a command group, a function a command."""
-    for entry in entry_points(group=ENTRY_POINT_GROUP):
-        if entry.name in _added:
-            continue
-        target = entry.load()
-        if isinstance(target, typer.Typer):
-            app.add_typer(target, name=entry.name)
-        elif callable(target):
-            command: Callable[..., Any] = target
-            app.command(entry.name)(command)
-        else:
-            raise TypeError(f"entry point {entry.name} = {entry.value} must name a typer.Typer or a function")
-        _added.add(entry.name)
+    """Import every command now (core and `dsh.commands` entry points), e.g. to walk all their help."""
+    for name in [*CORE_COMMANDS, *_entry_point_commands()]:
+        loaded_command(name)
 
 
 def _fail(message: str, code: int) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+
     Console(stderr=True).print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     sys.exit(code)
 
@@ -104,12 +180,18 @@ def _alone(error: BaseExceptionGroup[BaseException]) -> BaseException:
     return inner
 
 
+def _is_dsh_error(error: BaseException) -> bool:
+    # A DshError can only have been raised once the kernel's error module is imported: looking it up in
+    # sys.modules spares the commands that never load the kernel its import.
+    errors = sys.modules.get("runtime.kernel.errors")
+    return errors is not None and isinstance(error, errors.DshError)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run `dsh`. A DshError prints one line and exits 2, a usage error prints the usage and exits 2, anything
     unexpected prints one line naming its type and exits 1; `--debug` prints the traceback instead. An error that
     a task group wrapped alone is reported as itself."""
     _State.debug = False
-    add_entry_point_commands()
     try:
         try:
             code = app(args=argv, prog_name="dsh", standalone_mode=False)
@@ -130,13 +212,13 @@ def main(argv: list[str] | None = None) -> None:
             show()
             sys.exit(error.exit_code)
         _fail(error.format_message(), error.exit_code)
-    except DshError as error:
-        if _State.debug:
-            traceback.print_exc()
-        _fail(str(error), 2)
     except Exception as error:
         if _State.debug:
+            import traceback
+
             traceback.print_exc()
+        if _is_dsh_error(error):
+            _fail(str(error), 2)
         _fail(
             f"{type(error).__name__}: {error} (this is a bug in dsh or a plugin; rerun as `dsh --debug ...` for the traceback)",
             1,

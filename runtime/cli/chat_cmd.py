@@ -1,16 +1,23 @@
 """`dsh chat`: an interactive terminal session with a deployment's agent. Each line is one turn, streamed as `dsh run`
 streams it; Ctrl-C cancels the running turn (it is logged aborted), Ctrl-C at the prompt (or during a cancellation)
-and Ctrl-D exit; slash commands fork the session, list sessions and show the rendered system prompt."""
+and Ctrl-D exit; slash commands fork the session, list sessions and show the rendered system prompt.
+
+At a terminal, lines are edited with prompt_toolkit (arrows, Ctrl-R search, a pasted block as one message, history
+kept next to the store file), and a line typed while a turn runs is queued, shown as such, and runs when the turn
+ends; piped input is read line by line as it is."""
 
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import signal
 import stat
 import sys
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
+from typing import Protocol
 
 import anyio
 from anyio.abc import TaskStatus
@@ -19,24 +26,30 @@ from rich.markup import escape
 from rich.table import Table
 
 from runtime.agent import AGENTS, Agent, AgentOptions, assemble_context_for, last_turn_end
-from runtime.kernel import DshError
-from runtime.prompt import SYSTEM_PROMPT, render_prompt
-
-from .host import Host, open_host
-from .options import (
+from runtime.host import (
     ConfigOption,
     CwdOption,
+    Host,
     ModelOption,
     ProviderOption,
     ReplayOption,
     SessionOption,
     StoreOption,
+    open_host,
+    resolve_session,
 )
+from runtime.kernel import DshError
+from runtime.prompt import SYSTEM_PROMPT, render_prompt
+
 from .sessions_cmd import sessions_table
 
-__all__ = ["COMMANDS", "Interrupts", "LineReader", "chat"]
+__all__ = ["COMMANDS", "EditingReader", "Interrupts", "LineReader", "Reader", "chat", "history_path"]
 
 PROMPT = "[bold cyan]\u203a[/] "  # a single right-pointing angle quote
+PLAIN_PROMPT = "\u203a "
+_KEY_ESCAPES = re.compile(r"\x1b(?:\[[0-9;?]*[ -/]*[@-~]|O.|.)|[\x00-\x08\x0b-\x1f\x7f]")
+"""What a key other than a character leaves in a line typed while a turn runs (the terminal's own line discipline
+reads it then): arrow keys' escape sequences and control characters, which mean nothing there."""
 
 COMMANDS = {
     "/fork": "fork this session at the end of its last turn and continue in the fork",
@@ -51,6 +64,8 @@ class LineReader:
     """Lines of a file descriptor, read without blocking the event loop: the loop waits until the descriptor is
     readable and reads what is there, so a read waiting at the prompt is cancelled cleanly (no thread is left
     blocked in `input()`). At a terminal, the terminal's own line editing applies."""
+
+    prompts = False
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
@@ -76,6 +91,70 @@ class LineReader:
             return None
         line, _, self._buffer = self._buffer.partition(b"\n")
         return line.decode("utf-8", errors="replace").removesuffix("\r")
+
+    def ahead(self) -> None:
+        return None  # piped lines are read one turn at a time
+
+    def remember(self, line: str) -> None:
+        pass  # piped input keeps no history
+
+
+class Reader(Protocol):
+    """Where the chat's lines come from: `readline` is the next line (None at end of input); `interactive` says a
+    person types them (and sees them echoed); `prompts` that the reader draws its own prompt; `ahead`, when not
+    None, reads what is typed while a turn runs (a fresh reader per turn)."""
+
+    interactive: bool
+    prompts: bool
+
+    def ahead(self) -> LineReader | None: ...
+
+    def remember(self, line: str) -> None:
+        """Keep `line` (typed while a turn ran) in the history, as if it had been typed at the prompt."""
+
+    async def readline(self) -> str | None: ...
+
+
+class _LeaveAtPrompt(Exception):
+    """Ctrl-C at the editing prompt: the chat leaves, as a SIGINT at the prompt does."""
+
+
+def history_path(store: Path) -> Path:
+    """The chat's line history for a store: beside the store file (`sessions.db` -> `sessions.db.chat-history`)."""
+    return store.with_name(store.name + ".chat-history")
+
+
+class EditingReader:
+    """Lines edited with prompt_toolkit at a terminal: arrow keys and Emacs editing, history (Up/Down, Ctrl-R
+    search) kept in `history`, and a bracketed paste of several lines taken as one message. Only the text typed is
+    returned; the escape sequences of the keys never are."""
+
+    interactive = True
+    prompts = True
+
+    def __init__(self, history: Path, fd: int) -> None:
+        from prompt_toolkit import PromptSession
+        from prompt_toolkit.history import FileHistory
+
+        self._fd = fd
+        self._session: PromptSession[str] = PromptSession(history=FileHistory(str(history)))
+
+    def ahead(self) -> LineReader:
+        """While a turn runs the terminal is in its own (cooked) mode: Ctrl-C is SIGINT, and whole lines are read."""
+        return LineReader(self._fd)
+
+    def remember(self, line: str) -> None:
+        self._session.history.append_string(line)
+
+    async def readline(self) -> str | None:
+        try:
+            # the chat's own SIGINT watcher stays in charge (handle_sigint=False): a raw-mode Ctrl-C at the prompt
+            # arrives as a key, and prompt_toolkit raises KeyboardInterrupt for it
+            return await self._session.prompt_async(PLAIN_PROMPT, handle_sigint=False)
+        except EOFError:
+            return None
+        except KeyboardInterrupt:
+            raise _LeaveAtPrompt from None
 
 
 class Interrupts:
@@ -106,8 +185,11 @@ class Interrupts:
 
 
 class _Chat:
-    def __init__(self, host: Host, reader: LineReader, out: Console) -> None:
+    def __init__(self, host: Host, reader: Reader, out: Console, *, replaying: bool = False) -> None:
         self.host = host
+        self.replaying = replaying
+        self.queued: list[str] = []  # lines typed while a turn ran, oldest first
+        self.leave_when_done = False  # Ctrl-D typed while a turn ran: leave once the queued lines have run
         self.agents = host.ctx.get(AGENTS)
         self.reader = reader
         self.out = out
@@ -150,6 +232,13 @@ class _Chat:
             if word.startswith("/") and word[1:].isalpha():
                 if word == "/exit":
                     return False
+                if word == "/fork" and self.replaying:
+                    self.out.print(
+                        "[yellow]a fork has no recording: its turns would ask the replayed model for calls the "
+                        "recording does not hold. /fork works in a chat with a live model.[/]",
+                        highlight=False,
+                    )
+                    continue
                 if word == "/fork":
                     return True
                 await self._command(agent, word)
@@ -161,12 +250,25 @@ class _Chat:
 
     async def _lines(self) -> AsyncIterator[str]:
         while not self.interrupts.exiting:
+            if self.queued:
+                queued = self.queued.pop(0)
+                self.out.print()
+                self.out.print(PROMPT, escape(queued), sep="", highlight=False)
+                yield queued
+                continue
+            if self.leave_when_done:
+                return
             self.out.print()
-            self.out.print(PROMPT, end="")
+            if not self.reader.prompts:
+                self.out.print(PROMPT, end="")
+            line: str | None
             with anyio.CancelScope() as scope:
                 self.interrupts.prompt = scope
                 try:
                     line = await self.reader.readline()
+                except _LeaveAtPrompt:
+                    self.interrupts.exiting = True
+                    line = None
                 finally:
                     self.interrupts.prompt = None
             if scope.cancelled_caught or line is None:
@@ -177,12 +279,33 @@ class _Chat:
             yield line
 
     async def _turn(self, agent: Agent, text: str) -> None:
-        with anyio.CancelScope() as scope:
-            self.interrupts.turn = scope
-            try:
-                await agent.run(text)
-            finally:
-                self.interrupts.turn = None
+        async with anyio.create_task_group() as group:
+            ahead = self.reader.ahead()
+            if ahead is not None:
+                group.start_soon(self._queue, ahead)
+            with anyio.CancelScope() as scope:
+                self.interrupts.turn = scope
+                try:
+                    await agent.run(text)
+                finally:
+                    self.interrupts.turn = None
+            group.cancel_scope.cancel()
+
+    async def _queue(self, ahead: LineReader) -> None:
+        """Queue each line typed while the turn runs, and say so; Ctrl-D (end of input) leaves after them."""
+        while True:
+            line = await ahead.readline()
+            if line is None:
+                self.leave_when_done = True
+                return
+            text = _KEY_ESCAPES.sub("", line)
+            if text.strip():
+                self.queued.append(text)
+                self.reader.remember(text)
+                self.out.print(
+                    f"[dim]queued ({len(self.queued)}): {escape(text)} · runs when this turn ends[/]",
+                    highlight=False,
+                )
 
     async def _command(self, agent: Agent, word: str) -> None:
         try:
@@ -224,18 +347,37 @@ async def _chat(
     replay: Path | None,
     out: Console,
 ) -> None:
-    with open_host(config, store, replay=replay) as host:
+    with open_host(config, store, replay=replay, session=session, provider=provider) as host:
         opened = host.open_agent(session, model=model, provider=provider, cwd=cwd, out=out)
-        intro = "new" if session is None else f"resumed: {_turns(host, session)} turns so far"
-        chat = _Chat(host, LineReader(sys.stdin.fileno()), out)
+        if session is None:
+            intro = "new"
+        else:
+            turns = _turns(host, resolve_session(host.store, session))
+            intro = f"resumed: {turns} turn{'' if turns == 1 else 's'} so far"
+        chat = _Chat(host, _reader(host.store.path), out, replaying=replay is not None)
         async with anyio.create_task_group() as group:
             await group.start(chat.interrupts.watch)
             last = await chat.run(opened, intro)
             group.cancel_scope.cancel()
-        chat.err.print(
-            f"[dim]session {escape(last)} · continue it with: dsh chat --session {escape(last)}[/]",
-            highlight=False,
+        again = shlex.join(
+            ["dsh", "chat", "--session", last]
+            + [
+                part
+                for flag, value in (("--config", config), ("--store", store), ("--replay", replay))
+                if value is not None
+                for part in (flag, str(value))
+            ]
         )
+        chat.err.print(f"[dim]session {escape(last)} · continue it with: {escape(again)}[/]", highlight=False)
+
+
+def _reader(store: Path) -> Reader:
+    """prompt_toolkit's line editing when a person types at a terminal; the plain line reader otherwise (pipes,
+    files, a terminal without a terminal on stdout)."""
+    fd = sys.stdin.fileno()
+    if os.isatty(fd) and sys.stdout.isatty():
+        return EditingReader(history_path(store), fd)
+    return LineReader(fd)
 
 
 def _turns(host: Host, session_id: str) -> int:

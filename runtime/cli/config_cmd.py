@@ -10,9 +10,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from runtime.host import HOST_SERVICES
 from runtime.kernel import check_needs, load_deployment
-
-from .host import HOST_SERVICES
 
 __all__ = ["config_app"]
 
@@ -48,7 +47,11 @@ def check(
         typer.echo(json.dumps({"file": str(file), "host": host, "plugins": rows}))
         return
     console = Console()
-    console.print(f"{file}: {len(rows)} plugins, loaded in this order", highlight=False, soft_wrap=True)
+    console.print(
+        f"{file}: {len(rows)} plugin{'' if len(rows) == 1 else 's'}, loaded in this order",
+        highlight=False,
+        soft_wrap=True,
+    )
     console.print(f"provided by the dsh command: {', '.join(host)}", highlight=False, soft_wrap=True)
     table = Table()
     for column in ("#", "id", "use", "provides", "needs"):

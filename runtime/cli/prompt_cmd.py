@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from tempfile import TemporaryDirectory
 from typing import Annotated
 
 import anyio
 import msgspec
 import typer
 
-from runtime.kernel import load_deployment, load_deployment_into
+from runtime.host import deployment_path, hosted, scratch_store
+from runtime.kernel import load_deployment
 from runtime.prompt import (
     SYSTEM_PROMPT,
     AssembleContext,
@@ -25,8 +27,6 @@ from runtime.prompt import (
     render_prompt,
 )
 
-from .host import scratch_host
-
 __all__ = ["prompt"]
 
 # The variables the agent plugin registers: the loop owns these facts (spec/prompt-and-subagents.md §1.11).
@@ -35,17 +35,14 @@ _AGENT_VARIABLES = ("model", "cwd")
 
 def _assemble(config: Path, *, model: str | None, cwd: str | None) -> PromptAssembly:
     deployment = load_deployment(config)
-    with scratch_host() as ctx:
-        loaded = load_deployment_into(ctx, deployment)
-        try:
-            # The facts `assemble_context_for(agent)` would state for an agent of this deployment.
-            facts = {
-                key: value for key, value in (("model", model or deployment.model), ("cwd", cwd)) if value
-            }
-            return anyio.run(ctx.get(SYSTEM_PROMPT).assemble, AssembleContext(ctx=ctx, facts=facts))
-        finally:
-            for plugin in reversed(loaded):
-                plugin.unload()
+    with (
+        TemporaryDirectory(prefix="dsh-") as directory,
+        scratch_store(Path(directory)) as store,
+        hosted(deployment, store) as host,
+    ):
+        # The facts `assemble_context_for(agent)` would state for an agent of this deployment.
+        facts = {key: value for key, value in (("model", model or deployment.model), ("cwd", cwd)) if value}
+        return anyio.run(host.ctx.get(SYSTEM_PROMPT).assemble, AssembleContext(ctx=host.ctx, facts=facts))
 
 
 def _render(assembly: PromptAssembly) -> str:
@@ -70,7 +67,9 @@ def _render(assembly: PromptAssembly) -> str:
 
 
 def prompt(
-    config: Annotated[Path, typer.Option("--config", help="The deployment YAML file.")],
+    config: Annotated[
+        Path | None, typer.Option("--config", help="The deployment YAML file \\[default: $DSH_CONFIG].")
+    ] = None,
     model: Annotated[
         str | None, typer.Option(help="The model name for {{model}}; default: the deployment's `model:` key.")
     ] = None,
@@ -88,7 +87,9 @@ def prompt(
 
     Example: dsh prompt --config examples/coding-agent.yml --cwd .
     """
-    assembly = _assemble(config, model=model, cwd=cwd)
+    path = deployment_path(config)
+    assert path is not None  # required: deployment_path raised
+    assembly = _assemble(path, model=model, cwd=cwd)
     system = _render(assembly)
     contexts = render_context_snapshot(assembly)
     tools = msgspec.to_builtins(assembly.tools)

@@ -11,8 +11,7 @@ import anyio
 import typer
 from rich.console import Console
 
-from .host import open_host
-from .options import (
+from runtime.host import (
     ConfigOption,
     CwdOption,
     ModelOption,
@@ -20,6 +19,7 @@ from .options import (
     ReplayOption,
     SessionOption,
     StoreOption,
+    open_host,
 )
 
 __all__ = ["run"]
@@ -37,7 +37,7 @@ async def _run(
     replay: Path | None,
     out: Console,
 ) -> int:
-    with open_host(config, store, replay=replay) as host:
+    with open_host(config, store, replay=replay, session=session, provider=provider) as host:
         opened = host.open_agent(session, model=model, provider=provider, cwd=cwd, out=out)
         async with opened as agent:
             outcome = await agent.run(prompt)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -17,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
+from runtime.host import ByteProgress, StoreOption, open_store, resolve_session, terminal_stderr
 from runtime.jsonlines import MAX_LINE, JsonLimits
 from runtime.kernel.errors import SessionError
 from runtime.llm import Message, ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
@@ -31,6 +31,7 @@ from runtime.session import (
     ToolCall,
     ToolResult,
     TurnEnd,
+    TurnEndReason,
     TurnStart,
     UserMessage,
     export_jsonl,
@@ -38,9 +39,7 @@ from runtime.session import (
     project,
 )
 
-from .progress import ByteProgress, terminal_stderr
-
-__all__ = ["StoreOption", "default_store_path", "sessions_app", "sessions_table"]
+__all__ = ["sessions_app", "sessions_table"]
 
 sessions_app = typer.Typer(
     help="Session logs: list, show, export, import, fork.\n\nExample: dsh sessions list --store sessions.db",
@@ -48,21 +47,15 @@ sessions_app = typer.Typer(
 )
 
 
-def default_store_path() -> Path:
-    """`$XDG_DATA_HOME/dsh/sessions.db`, or `~/.local/share/dsh/sessions.db`."""
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "dsh" / "sessions.db"
-
-
-StoreOption = Annotated[
-    Path | None,
-    typer.Option("--store", help="The session store file \\[default: $XDG_DATA_HOME/dsh/sessions.db]."),
-]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 
 
-def _open(store: Path | None) -> SessionStore:
-    return SessionStore(store or default_store_path())
+def _open(store: Path | None, session_id: str | None = None) -> SessionStore:
+    return open_store(store, looking_for=session_id)
+
+
+def _events(count: int) -> str:
+    return f"{count} event{'' if count == 1 else 's'}"
 
 
 def _when(ms: int) -> str:
@@ -122,7 +115,7 @@ def sessions_table(store: SessionStore, *, current: str | None = None) -> Table:
     """The store's sessions, oldest first, each parent's forks and subagents indented under it, as a table
     (`current`, when given, is marked with `*`)."""
     ordered = [(info, depth, store.length(info.id)) for info, depth in _in_tree_order(store.sessions())]
-    table = Table(title=f"{len(ordered)} sessions")
+    table = Table(title=f"{len(ordered)} session{'' if len(ordered) == 1 else 's'}")
     table.add_column("id", no_wrap=True)  # ids are copied into --session: never folded
     for column in ("created (UTC)", "events", "parent", "cwd"):
         table.add_column(column, overflow="fold")
@@ -163,7 +156,7 @@ class _Node:
 
     def label(self) -> str:
         info = self.info
-        return f"{info.id}  {_link(info)}, depth {info.delegation_depth}, {self.length} events"
+        return f"{info.id}  {_link(info)}, depth {info.delegation_depth}, {_events(self.length)}"
 
 
 def _child_tree(store: SessionStore, info: SessionInfo, seen: set[str] | None = None) -> list[_Node]:
@@ -191,13 +184,21 @@ def _text_of(message: Message) -> list[tuple[str, str]]:
         elif isinstance(block, ReasoningBlock):
             parts.append(("reasoning", block.text))
         elif isinstance(block, ToolCallBlock):
-            parts.append(("tool-call", f"{block.name}({block.arguments})"))
+            continue  # shown once, by its own tool/call event
         elif isinstance(block, ToolResultBlock):
             inner = " ".join(b.text if isinstance(b, TextBlock) else "[image]" for b in block.content)
             parts.append(("tool-result", inner))
         else:
             parts.append(("other", "[image]"))
     return parts
+
+
+def _why(reason: TurnEndReason) -> str:
+    """Why a turn ended, when its reason says: a failure's message and code, or a reason's own message."""
+    if reason.error is not None and reason.error.message:
+        code = f" [{reason.error.code}]" if reason.error.code else ""
+        return f": {reason.error.message}{code}"
+    return f": {reason.message}" if reason.message else ""
 
 
 _STYLES = {"reasoning": "dim italic", "tool-call": "yellow", "tool-result": "green", "other": "dim"}
@@ -236,8 +237,10 @@ def _render(console: Console, event: StoredEvent, spawned: dict[tuple[int, int, 
         return
     elif isinstance(view, TurnEnd):
         console.print(
-            f"[bold]turn {view.data.turn} ended:[/] {view.data.reason.kind}  (seq {event.seq})",
-            highlight=False,
+            Text.assemble(
+                (f"turn {view.data.turn} ended:", "bold"),
+                f" {view.data.reason.kind}{_why(view.data.reason)}  (seq {event.seq})",
+            )
         )
     elif isinstance(view, ToolCall):
         call = view.data
@@ -261,7 +264,9 @@ def _render(console: Console, event: StoredEvent, spawned: dict[tuple[int, int, 
 
 @sessions_app.command("show")
 def show(
-    session_id: Annotated[str, typer.Argument(metavar="ID", help="The session id.")],
+    session_id: Annotated[
+        str, typer.Argument(metavar="ID", help="The session id (or a unique prefix of it).")
+    ],
     store: StoreOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -269,7 +274,8 @@ def show(
 
     Example: dsh sessions show 01J5Z3... --store sessions.db
     """
-    with _open(store) as opened:
+    with _open(store, session_id) as opened:
+        session_id = resolve_session(opened, session_id)
         info = opened.info(session_id)
         length = opened.length(session_id)
         children = _child_tree(opened, info)
@@ -296,7 +302,7 @@ def show(
         console = Console()
         parent = "" if info.parent_id is None else f", forked from {info.parent_id} at {info.seed_length}"
         console.print(
-            f"[bold]session {info.id}[/]: {length} events, created {_when(info.created_at)} UTC{parent}"
+            f"[bold]session {info.id}[/]: {_events(length)}, created {_when(info.created_at)} UTC{parent}"
         )
         if children:
             tree = Tree(f"forks and subagents of {info.id}", highlight=False)
@@ -313,7 +319,9 @@ def show(
 
 @sessions_app.command("export")
 def export(
-    session_id: Annotated[str, typer.Argument(metavar="ID", help="The session id.")],
+    session_id: Annotated[
+        str, typer.Argument(metavar="ID", help="The session id (or a unique prefix of it).")
+    ],
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="Write here instead of stdout.")
     ] = None,
@@ -324,7 +332,8 @@ def export(
 
     Example: dsh sessions export 01J5Z3... -o session.jsonl
     """
-    with _open(store) as opened:
+    with _open(store, session_id) as opened:
+        session_id = resolve_session(opened, session_id)
         if output is None:
             export_jsonl(opened, session_id, sys.stdout.buffer, pack=not no_pack)
             sys.stdout.buffer.flush()
@@ -364,12 +373,14 @@ def import_(
     if as_json:
         typer.echo(json.dumps({"id": info.id}))
     else:
-        typer.echo(f"imported {file} as session {info.id} ({length} events)")
+        typer.echo(f"imported {file} as session {info.id} ({_events(length)})")
 
 
 @sessions_app.command("fork")
 def fork(
-    session_id: Annotated[str, typer.Argument(metavar="ID", help="The session to fork.")],
+    session_id: Annotated[
+        str, typer.Argument(metavar="ID", help="The session to fork (its id or a unique prefix of it).")
+    ],
     at: Annotated[
         int | None, typer.Option("--at", help="The last inherited seq (default: the last event).")
     ] = None,
@@ -380,7 +391,8 @@ def fork(
 
     Example: dsh sessions fork 01J5Z3... --at 41
     """
-    with _open(store) as opened:
+    with _open(store, session_id) as opened:
+        session_id = resolve_session(opened, session_id)
         child = opened.fork(session_id, at)
     if as_json:
         typer.echo(json.dumps({"id": child.id, "seedLength": child.seed_length}))

@@ -6,6 +6,7 @@ Everything here fails before any plugin's `apply` runs, with the plugin, the key
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import os
 import re
@@ -39,6 +40,8 @@ S = TypeVar("S", bound=msgspec.Struct)
 _ENV_REF = re.compile(r"\$\{([^}]*)\}")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _MSGSPEC_PATH = re.compile(r" - at `(\$[^`]*)`$")
+_UNKNOWN_FIELD = re.compile(r"^Object contains unknown field `([^`]*)`$")
+_PATH_PART = re.compile(r"\.([A-Za-z_][A-Za-z0-9_-]*)|\[\d+\]")
 
 
 class _EntryDoc(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -76,14 +79,69 @@ class Deployment:
 
 
 def decode_plugin_config(config_type: type[S], raw: object, *, plugin: str) -> S:
-    """Decode `raw` (None, a mapping or an instance) into `config_type` strictly, naming the plugin on failure."""
+    """Decode `raw` (None, a mapping or an instance) into `config_type` strictly, naming the plugin on failure (an
+    unknown key with the valid ones and the nearest)."""
     if isinstance(raw, config_type):
         return raw
     try:
         return msgspec.convert({} if raw is None else raw, type=config_type, strict=True)
     except msgspec.ValidationError as error:
         message, path = _split_msgspec_error(str(error))
-        raise ConfigError(message, plugin=plugin, path=path) from error
+        raise ConfigError(_with_valid_keys(message, config_type, path), plugin=plugin, path=path) from error
+
+
+def _struct_at(root: type[Any], path: str) -> type[msgspec.Struct] | None:
+    """The Struct type found at `path` (`$.a[0].b`) below `root`, walking fields, sequences and optionals."""
+    from msgspec import inspect
+
+    info: Any = inspect.type_info(root)
+    for part in _PATH_PART.finditer(path.removeprefix("$")):
+        while isinstance(info, inspect.UnionType):
+            structs = [t for t in info.types if not isinstance(t, inspect.NoneType)]
+            if len(structs) != 1:
+                return None
+            info = structs[0]
+        name = part.group(1)
+        if name is None:  # [i]: the element of a sequence
+            if not isinstance(info, inspect.ListType | inspect.TupleType | inspect.VarTupleType):
+                return None
+            info = info.item_type if not isinstance(info, inspect.TupleType) else None
+            if info is None:
+                return None
+        elif isinstance(info, inspect.StructType):
+            field = next((f for f in info.fields if f.encode_name == name or f.name == name), None)
+            if field is None:
+                return None
+            info = field.type
+        elif isinstance(info, inspect.DictType):
+            info = info.value_type
+        else:
+            return None
+    while isinstance(info, inspect.UnionType):
+        structs = [t for t in info.types if isinstance(t, inspect.StructType)]
+        if len(structs) != 1:
+            return None
+        info = structs[0]
+    return info.cls if isinstance(info, inspect.StructType) else None
+
+
+def _valid_keys(struct: type[msgspec.Struct]) -> list[str]:
+    return list(struct.__struct_encode_fields__)
+
+
+def _with_valid_keys(message: str, root: type[Any], path: str) -> str:
+    """msgspec's "unknown field" message, with the keys that are valid there and the nearest one."""
+    unknown = _UNKNOWN_FIELD.match(message)
+    struct = _struct_at(root, path) if unknown else None
+    if unknown is None or struct is None:
+        return message
+    return _unknown_key(unknown.group(1), _valid_keys(struct))
+
+
+def _unknown_key(key: str, valid: list[str]) -> str:
+    nearest = difflib.get_close_matches(key, valid, n=1, cutoff=0.6)
+    hint = f" (did you mean `{nearest[0]}`?)" if nearest else ""
+    return f"unknown key `{key}`{hint}; valid keys: {', '.join(valid) or 'none'}"
 
 
 def _split_msgspec_error(text: str) -> tuple[str, str]:
@@ -259,6 +317,12 @@ def _strip_lines(value: object) -> object:
     return value
 
 
+def _key_line(text: str, key: str) -> int | None:
+    """The line of a top-level `key:` in the YAML text (None when it is not written at the start of a line)."""
+    found = re.search(rf"^{re.escape(key)}\s*:", text, re.MULTILINE)
+    return None if found is None else text.count("\n", 0, found.start()) + 1
+
+
 def load_deployment(path: str | Path, *, env: Mapping[str, str] | None = None) -> Deployment:
     """Read and validate a deployment file: YAML syntax, its shape, `${ENV}` references, every `use` path and
     every plugin's config. No plugin is applied."""
@@ -277,7 +341,15 @@ def load_deployment(path: str | Path, *, env: Mapping[str, str] | None = None) -
         kind = "YAML refused" if isinstance(error, YamlLimitError) else "YAML syntax error"
         raise ConfigError(f"{kind}: {problem}", file=file, line=line) from error
     if not isinstance(raw, dict):
-        raise ConfigError("a deployment file must be a mapping with a `plugins` list", file=file)
+        raise ConfigError("a deployment file must be a mapping with a `plugins` list", file=file, line=1)
+    for key in raw:
+        if key != "__line__" and key not in _valid_keys(_DeploymentDoc):
+            raise ConfigError(
+                _unknown_key(str(key), _valid_keys(_DeploymentDoc)),
+                file=file,
+                path="$",
+                line=_key_line(text, str(key)) or raw["__line__"],
+            )
 
     entries = raw.get("plugins")
     if not isinstance(entries, list):
@@ -293,8 +365,10 @@ def load_deployment(path: str | Path, *, env: Mapping[str, str] | None = None) -
     except msgspec.ValidationError as error:
         message, at = _split_msgspec_error(str(error))
         index = re.match(r"\$\.plugins\[(\d+)\]", at)
-        line = lines[int(index.group(1))] if index else None
-        raise ConfigError(message, file=file, path=at, line=line) from error
+        line = lines[int(index.group(1))] if index else raw["__line__"]
+        raise ConfigError(
+            _with_valid_keys(message, _DeploymentDoc, at), file=file, path=at, line=line
+        ) from error
 
     seen: set[str] = set()
     checked = []

@@ -220,6 +220,21 @@ def _migrate_2(db: sqlite_utils.Database) -> None:
         "CREATE TRIGGER sessions_no_delete BEFORE DELETE ON sessions "
         "BEGIN SELECT RAISE(ABORT, 'sessions are never deleted: DELETE is refused'); END"
     )
+    # The guard above keeps every log written from now on contiguous, so a read need not count a log's rows to find
+    # a gap: only a log an older store already held with one can have one (or a client that dropped the guard,
+    # which a read checks for). Each such log's first gap is written down here, once.
+    db.execute(
+        "CREATE TABLE log_gaps (session_id TEXT PRIMARY KEY, after INTEGER NOT NULL, next INTEGER NOT NULL)"
+    )
+    db.execute(
+        "INSERT INTO log_gaps (session_id, after, next) "
+        "SELECT sid, coalesce(prev, start - 1), min(seq) FROM ("
+        "  SELECT e.session_id AS sid, e.seq AS seq,"
+        "    lag(e.seq) OVER (PARTITION BY e.session_id ORDER BY e.seq) AS prev,"
+        "    CASE WHEN s.inherits THEN coalesce(s.seed_length, 0) ELSE 0 END AS start"
+        "  FROM events AS e JOIN sessions AS s ON s.id = e.session_id"
+        ") WHERE seq IS NOT coalesce(prev + 1, start) GROUP BY sid"
+    )
     # one writer per session across processes: the holder's pid and host, since and until when (ms, wall clock)
     db.execute(
         "CREATE TABLE session_leases (session_id TEXT PRIMARY KEY, pid INTEGER NOT NULL, host TEXT NOT NULL, "
@@ -483,7 +498,7 @@ class SessionStore:
             low = max(low, start)
             bound = "" if high is None else " AND seq < ?"
             bound_params: list[object] = [] if high is None else [high]
-            self._check_contiguous(session_id, owner, low, bound, bound_params)
+            self._check_contiguous(session_id, owner, low, high)
             query = f"SELECT {_COLUMNS} FROM events WHERE session_id = ? AND seq >= ?{bound}{filters} ORDER BY seq LIMIT ?"
             while True:
                 with self._lock:
@@ -493,13 +508,31 @@ class SessionStore:
                     break
                 low = page[-1][0] + 1
 
-    def _check_contiguous(
-        self, session_id: str, owner: str, low: int, bound: str, bound_params: list[object]
-    ) -> None:
-        """Raise `LogGapError` if `owner`'s events from `low` (within the bound) skip a seq: one count over the
-        primary key, and a search for the gap only when the count says there is one."""
-        where = f"session_id = ? AND seq >= ?{bound}"
-        params = [owner, low, *bound_params]
+    def _check_contiguous(self, session_id: str, owner: str, low: int, high: int | None) -> None:
+        """Raise `LogGapError` if `owner`'s events from `low` (within the bound) skip a seq. While the next-seq guard
+        stands, no log can gain a gap, so the one an older store held (recorded when it migrated) is all there is
+        to look up; a store whose guard was dropped has its rows counted."""
+        with self._lock:
+            guarded = _first(
+                self._conn.execute(
+                    "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name = 'events_next_seq'"
+                )
+            )[0]
+            if guarded:
+                known = self._conn.execute(
+                    "SELECT after, next FROM log_gaps WHERE session_id = ?", (owner,)
+                ).fetchone()
+                # seqs after+1 .. next-1 are missing: a read that covers any of them meets the gap
+                if known is not None and known[1] - 1 >= low and (high is None or known[0] + 1 < high):
+                    raise LogGapError(session_id, after=known[0], next=known[1])
+                return
+        self._count_contiguous(session_id, owner, low, high)
+
+    def _count_contiguous(self, session_id: str, owner: str, low: int, high: int | None) -> None:
+        """The check without the guard: one count over the primary key, and a search for the gap only when the
+        count says there is one."""
+        where = "session_id = ? AND seq >= ?" + ("" if high is None else " AND seq < ?")
+        params: list[object] = [owner, low] if high is None else [owner, low, high]
         with self._lock:
             count, first, last = _first(
                 self._conn.execute(f"SELECT count(*), min(seq), max(seq) FROM events WHERE {where}", params)

@@ -84,12 +84,17 @@ class Tool:
 
     `execute` receives arguments already validated against `parameters`; it returns a ToolResult, or a plain
     string for a successful text result. An exception it raises becomes an error result, never a crash.
+
+    `hermetic` says whether the tool's result depends only on its arguments and the workspace: False for a tool
+    that reaches the network or another outside service, so a replay serves its recorded result instead of
+    running it (replay's recorded tools).
     """
 
     name: str
     description: str
     parameters: Mapping[str, Any]
     execute: Execute
+    hermetic: bool = True
 
     def __post_init__(self) -> None:
         if not TOOL_NAME.fullmatch(self.name):

@@ -7,14 +7,17 @@ from dataclasses import dataclass
 
 import anyio
 
-from runtime.kernel import Context, Disposer, NoConfig, Plugin, Scope, ServiceKey
+from runtime.kernel import Context, Disposer, NoConfig, Plugin, Scope, ServiceKey, Waterfall
 from runtime.kernel.errors import ToolError
 from runtime.prompt import SYSTEM_PROMPT, AssembleContext, ToolSchema, ToolSet
 
 from .arguments import ArgumentValidator
-from .definition import Tool, ToolCall, ToolContext, ToolResult
+from .definition import Execute, Tool, ToolCall, ToolContext, ToolResult
+from .environment import TOOL_ENV, ToolEnvironment
+from .guard import restore_dumpable, undumpable
 
 __all__ = [
+    "EXECUTOR",
     "TOOLS",
     "TOOL_FAILED",
     "UNKNOWN_TOOL",
@@ -27,6 +30,12 @@ __all__ = [
 
 UNKNOWN_TOOL = "UNKNOWN_TOOL"
 TOOL_FAILED = "TOOL_FAILED"
+
+EXECUTOR = Waterfall[Execute, Tool]("tools/executor")
+"""Which executor runs one call, after its arguments are validated: the value is the tool's own `execute`, the
+arguments are `(tool, call, context)`. A listener may return another executor (replay serves a recorded result
+instead of running a tool that cannot run in CI); with no listener the tool runs as defined. Whatever executor
+comes back runs inside the pipeline's failure containment."""
 
 
 class DuplicateToolError(ToolError, ValueError):
@@ -153,8 +162,9 @@ class ToolView:
         arguments = entry.validator.parse(call.arguments)
         if isinstance(arguments, ToolResult):
             return arguments
+        execute = await self._ctx.waterfall(EXECUTOR, entry.tool.execute, entry.tool, call, context)
         try:
-            result = await entry.tool.execute(arguments, context)
+            result = await execute(arguments, context)
         except anyio.get_cancelled_exc_class():
             raise
         except Exception as error:
@@ -176,6 +186,11 @@ def tool_set(registry: ToolRegistry, home: Context, context: AssembleContext) ->
 def _apply(ctx: Context, config: NoConfig) -> None:
     registry = ToolRegistry()
     ctx.provide(TOOLS, registry)
+    ctx.provide(TOOL_ENV, ToolEnvironment())
+    # Withholding secrets from a command's environment is moot if it can read dsh's own: while tools can run, a
+    # same-user process cannot open /proc/<dsh>/environ or /proc/<dsh>/mem.
+    previous = undumpable()
+    ctx.effect(lambda: restore_dumpable(previous))
     if ctx.has(SYSTEM_PROMPT):
         # The registry is the prompt's tool provider: what an agent may call is what its request lists.
         ctx.get(SYSTEM_PROMPT).tools(lambda context: tool_set(registry, ctx, context))
@@ -184,6 +199,7 @@ def _apply(ctx: Context, config: NoConfig) -> None:
 plugin = Plugin(
     name="tools",
     apply=_apply,
-    provides=(TOOLS,),
-    description="the tool registry; when the system prompt is loaded first, also its tool provider",
+    provides=(TOOLS, TOOL_ENV),
+    description="the tool registry and the environment policy of tool subprocesses; when the system prompt is "
+    "loaded first, also its tool provider",
 )

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from replay import (
     Recording,
+    RecordingEnded,
     ReplayAdapter,
     ReplayMismatch,
     derive_script,
@@ -178,11 +179,24 @@ async def test_a_call_served_twice_is_a_mismatch_saying_it_was_served() -> None:
 
 async def test_through_the_runtime_a_mismatch_is_an_error_finish_and_assert_consumed_raises_it() -> None:
     adapter = ReplayAdapter(load_recording(HARNESS / "text-turn"), sessions=Sessions())
-    (finish,) = await served(adapter, None, 2, 1)
+    (finish,) = await served(adapter, None, 1, 2)
     assert isinstance(finish, Finish)
     assert isinstance(finish.reason, FinishError)
     assert "replay mismatch" in finish.reason.failure.message
-    with pytest.raises(ReplayMismatch, match=r"\(2,1,1\)"):
+    with pytest.raises(ReplayMismatch, match=r"\(1,2,1\)"):
+        adapter.assert_consumed()
+
+
+async def test_a_turn_past_the_recording_fails_in_one_line_and_is_still_a_mismatch() -> None:
+    adapter = ReplayAdapter(load_recording(HARNESS / "text-turn"), sessions=Sessions())
+    (finish,) = await served(adapter, None, 2, 1)
+    assert isinstance(finish, Finish)
+    assert isinstance(finish.reason, FinishError)
+    failure = finish.reason.failure
+    assert failure.code == "REPLAY_ENDED"
+    assert failure.message.startswith("the recording has no turn 2 (")
+    assert failure.message.endswith("holds 1 turn); a replay goes only as far as its recording")
+    with pytest.raises(RecordingEnded, match=r"\(2,1,1\)"):
         adapter.assert_consumed()
 
 

@@ -4,6 +4,7 @@ error (exit 2) for a stream that needs an override; the help of `dsh replay` and
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -102,6 +103,7 @@ def test_a_stored_session(tmp_path: Path) -> None:
     out = inspect(info.id, "--store", str(db))
     assert out.splitlines()[0] == f"session {info.id}: 2 calls (providers: deepseek-official)"
     assert "(seq 9)" in out.splitlines()[1]
+    assert inspect(info.id[:8], "--store", str(db)) == out  # a unique prefix of the id is enough
 
 
 @pytest.mark.parametrize("command", ["replay", "replay run"])
@@ -136,3 +138,12 @@ def test_a_missing_log_is_one_error_line() -> None:
     assert failed.returncode == 2
     (line,) = failed.stderr.splitlines()
     assert line.startswith("error: no/such/log.jsonl: no such file or directory")
+
+
+def test_replaying_a_directory_names_a_recording_it_skips_for_lack_of_scenario_yml(tmp_path: Path) -> None:
+    shutil.copytree(ROOT / "fixtures" / "authored" / "bash-exit-code", tmp_path / "scenario")
+    (tmp_path / "bare").mkdir()
+    shutil.copy(HARNESS / "text-turn" / "session.jsonl", tmp_path / "bare" / "session.jsonl")
+    ran = dsh("replay", str(tmp_path), "--quiet")
+    assert ran.returncode == 0, ran.stderr
+    assert f"skipped {tmp_path / 'bare'}: a recording without scenario.yml" in " ".join(ran.stderr.split())

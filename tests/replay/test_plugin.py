@@ -83,7 +83,7 @@ async def test_a_call_through_the_llm_service_is_served(ctx: Context) -> None:
         ({"log": "x", "pace_ms": -1}, "pace_ms must be >= 0"),
         ({"log": "x", "providers": ["a", "a"]}, "lists an id twice"),
         ({"log": "x", "providers": [""]}, "non-empty"),
-        ({"log": "x", "speed": 2}, "unknown field `speed`"),
+        ({"log": "x", "speed": 2}, "unknown key `speed`; valid keys: log,"),
     ],
 )
 def test_bad_config_is_refused_naming_the_plugin(ctx: Context, config: object, message: str) -> None:

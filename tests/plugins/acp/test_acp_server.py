@@ -3,6 +3,7 @@ model served by a loopback OpenAI-compatible server through plugins.llm_openai."
 
 from __future__ import annotations
 
+import json
 import socket
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from acp.schema import (
 from runtime.session import SessionStore
 from tests.plugins.acp.harness import Recorder, dsh_acp, kinds, text_of, write_deployment
 from tests.plugins.llm_openai.loopback import Reply, loopback
-from tests.runtime.cli.helpers import answer, bash_call, partial_then_hang
+from tests.runtime.cli.helpers import DSH, answer, bash_call, partial_then_hang, plain_env
 
 pytestmark = pytest.mark.anyio
 
@@ -106,8 +107,11 @@ async def test_cancel_mid_stream_answers_cancelled_and_logs_the_turn_aborted(tmp
     assert kept[0].message.content[0].text == "partial"
 
 
-async def test_closing_stdin_mid_turn_aborts_the_turn_and_exits_cleanly(tmp_path: Path) -> None:
+async def test_closing_stdin_mid_turn_aborts_the_turn_answers_cancelled_and_exits_cleanly(
+    tmp_path: Path,
+) -> None:
     recorder = Recorder()
+    answers: list[str] = []
     async with loopback(partial_then_hang("partial")) as server:
         config = write_deployment(tmp_path / "deployment.yml", server.base_url)
         with anyio.fail_after(60):
@@ -117,8 +121,8 @@ async def test_closing_stdin_mid_turn_aborts_the_turn_and_exits_cleanly(tmp_path
                 async with anyio.create_task_group() as group:
 
                     async def prompt() -> None:
-                        with pytest.raises(ConnectionError):
-                            await conn.prompt(session_id=sid, prompt=[text_block("go on")])
+                        response = await conn.prompt(session_id=sid, prompt=[text_block("go on")])
+                        answers.append(response.stop_reason)
 
                     group.start_soon(prompt)
                     await recorder.wait_for(lambda seen: len(seen) > 0)
@@ -127,6 +131,31 @@ async def test_closing_stdin_mid_turn_aborts_the_turn_and_exits_cleanly(tmp_path
     with SessionStore(tmp_path / "sessions.db") as store:
         ends = [e.decode_data().reason.kind for e in store.events(sid, types=("turn/end",))]
     assert ends == ["aborted"]
+    assert answers == ["cancelled"], "the prompt pending when stdin closed is still answered"
+
+
+async def test_requests_pending_when_stdin_closes_are_answered(tmp_path: Path) -> None:
+    root = Path(__file__).parents[3]
+    requests = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": PROTOCOL_VERSION}},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "session/new",
+            "params": {"cwd": str(tmp_path), "mcpServers": []},
+        },
+    ]
+    command = [*DSH, "acp", "--replay", str(root / "fixtures" / "harness" / "text-turn"), "--store"]
+    with anyio.fail_after(60):
+        ran = await anyio.run_process(
+            [*command, str(tmp_path / "s.db")],
+            input="".join(json.dumps(r) + "\n" for r in requests).encode(),
+            env=plain_env(),
+            check=True,
+        )
+    answered = [json.loads(line) for line in ran.stdout.decode().splitlines()]
+    assert [(m["id"], "result" in m) for m in answered] == [(1, True), (2, True)]
+    assert answered[1]["result"]["sessionId"]
 
 
 async def test_load_replays_a_stored_session_and_continues_it(tmp_path: Path) -> None:
@@ -333,3 +362,37 @@ async def test_loading_a_session_another_server_holds_is_refused_naming_the_hold
     assert response.stop_reason == "end_turn", "the holder's session is untouched"
     with SessionStore(store) as opened:
         assert [e.seq for e in opened.events(sid)] == list(range(opened.length(sid)))
+
+
+async def test_stdin_and_stdout_may_be_regular_files(tmp_path: Path) -> None:
+    """`dsh acp < requests.jsonl > answers.jsonl`: asyncio's pipe transports refuse regular files; dsh reads and
+    writes them directly."""
+    root = Path(__file__).parents[3]
+    requests = tmp_path / "requests.jsonl"
+    requests.write_text(
+        "".join(
+            json.dumps(request) + "\n"
+            for request in (
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "initialize",
+                    "params": {"protocolVersion": PROTOCOL_VERSION},
+                },
+                {
+                    "jsonrpc": "2.0",
+                    "id": 2,
+                    "method": "session/new",
+                    "params": {"cwd": str(tmp_path), "mcpServers": []},
+                },
+            )
+        )
+    )
+    answers = tmp_path / "answers.jsonl"
+    command = [*DSH, "acp", "--replay", str(root / "fixtures" / "harness" / "text-turn"), "--store"]
+    with requests.open("rb") as stdin, answers.open("wb") as stdout, anyio.fail_after(60):
+        await anyio.run_process(
+            [*command, str(tmp_path / "s.db")], stdin=stdin, stdout=stdout, env=plain_env()
+        )
+    answered = [json.loads(line) for line in answers.read_text().splitlines()]
+    assert [(m["id"], "result" in m) for m in answered] == [(1, True), (2, True)]

@@ -64,7 +64,10 @@ def test_configured_routes_register_and_unloading_removes_them() -> None:
             {"providers": [{"id": "a", "base_url": "http://x", "api_key_env": "NOT-A-NAME"}]},
             "not an environment",
         ),
-        ({"providers": [{"id": "a", "base_url": "http://x", "api_key": "sk-1"}]}, "unknown field `api_key`"),
+        (
+            {"providers": [{"id": "a", "base_url": "http://x", "api_key": "sk-1"}]},
+            "unknown key `api_key` (did you mean `api_key_env`?)",
+        ),
         (
             {"providers": [{"id": "a", "base_url": "http://x", "headers": {"Authorization": "Bearer x"}}]},
             "through api_key_env",

@@ -5,6 +5,7 @@ a failure or a cancellation comes back as the tool result, and no process outliv
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
@@ -153,6 +154,21 @@ async def test_a_child_that_exits_at_once_is_an_error_result_and_the_parent_goes
     )
     assert result["meta"] == {"provider": "acp", "exitCode": 3}
     assert run.id.startswith("acp:")
+
+
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="the supervisor is Linux's (PR_SET_PDEATHSIG)"
+)
+async def test_the_child_runs_under_the_supervisor_that_dies_with_dsh(tmp_path: Path) -> None:
+    """The ACP agent is a tool's child like bash's commands: its parent is runtime.tools.guard's supervisor, which
+    the kernel signals when dsh dies (tests/runtime/tools/test_guard.py proves what it then kills)."""
+    seen = tmp_path / "parent-cmdline"
+    script = f"import os, sys; open({str(seen)!r}, 'wb').write(open(f'/proc/{{os.getppid()}}/cmdline', 'rb').read()); sys.exit(3)"
+    result, _, _ = await delegate_once(tmp_path, (sys.executable, "-c", script))
+    assert is_error(result)
+    parent = seen.read_bytes().split(b"\0")
+    assert any(part.endswith(b"runtime/tools/guard.py") for part in parent), parent
+    assert str(os.getpid()).encode() in parent, "bound to this process"
 
 
 async def test_a_command_that_cannot_start_is_an_error_result(tmp_path: Path) -> None:

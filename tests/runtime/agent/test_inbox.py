@@ -91,9 +91,9 @@ async def test_steering_after_the_last_step_keeps_the_turn_going(tmp_path: Path)
             from runtime.agent import EVENT, AgentEvent
 
             async def steer_once(event: AgentEvent) -> None:
-                if event.event.type == "assistant/message" and not agent.pending("next-step"):
-                    if len(adapter.requests) == 1:
-                        await agent.queue("wait, one more thing", target="next-step")
+                first = len(adapter.requests) == 1
+                if event.event.type == "assistant/message" and not agent.pending("next-step") and first:
+                    await agent.queue("wait, one more thing", target="next-step")
 
             ctx.on(EVENT, steer_once)
             outcome = await agent.run("go")
@@ -156,14 +156,13 @@ async def test_an_unclaimed_item_of_a_crashed_turn_is_claimed_on_resume(tmp_path
     with host(tmp_path, adapter, tool_list=[tool]) as ctx:
         agents = ctx.get(AGENTS)
         store = ctx.get(STORE)
-        async with agents.create(OPTIONS) as agent:
-            async with anyio.create_task_group() as group:
-                group.start_soon(agent.run, "go")
-                await started.wait()
-                await agent.log.flush()
-                # a crash: the turn's events so far are durable, nothing else is written
-                store_events = list(store.events(agent.id))
-                group.cancel_scope.cancel()
+        async with agents.create(OPTIONS) as agent, anyio.create_task_group() as group:
+            group.start_soon(agent.run, "go")
+            await started.wait()
+            await agent.log.flush()
+            # a crash: the turn's events so far are durable, nothing else is written
+            store_events = list(store.events(agent.id))
+            group.cancel_scope.cancel()
         crashed = _copy_session(store, agent.id, store_events)
         async with agents.resume(crashed, OPTIONS) as resumed:
             await resumed.queue("and now?")

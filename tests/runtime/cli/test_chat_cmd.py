@@ -11,6 +11,7 @@ import anyio
 import pexpect
 import pytest
 
+from runtime.llm import TextBlock, UserSource
 from runtime.session import SessionStore
 from tests.plugins.llm_openai.loopback import loopback
 from tests.runtime.cli.helpers import DSH, answer, bash_call, deployment, partial_then_hang, plain_env
@@ -23,12 +24,12 @@ PROMPT = "\u203a "  # the prompt chat prints
 class Terminal:
     """A `dsh chat` in a pty; every wait runs in a worker thread so the loopback server keeps serving."""
 
-    def __init__(self, *args: str, cwd: Path) -> None:
+    def __init__(self, *args: str, cwd: Path, env: dict[str, str] | None = None) -> None:
         self.child = pexpect.spawn(
             DSH[0],
             [*DSH[1:], "chat", *args],
             cwd=str(cwd),
-            env=plain_env(),
+            env=plain_env(**(env or {})),
             encoding="utf-8",
             timeout=30,
             dimensions=(50, 200),
@@ -179,3 +180,110 @@ async def test_a_chat_on_dev_null_ends_at_once(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr.decode()
     assert "continue it with: dsh chat --session" in result.stderr.decode()
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+REPLAYED = Path(__file__).resolve().parents[3] / "fixtures" / "harness" / "multi-turn"
+
+
+@pytest.mark.parametrize("term", ["dumb", "xterm"])
+async def test_line_editing_keeps_only_the_text_and_a_history_beside_the_store(
+    tmp_path: Path, term: str
+) -> None:
+    prompt = PROMPT if term == "dumb" else PROMPT.strip()  # a full terminal moves the cursor over the space
+    store = tmp_path / "sessions.db"
+    options = ("--replay", str(REPLAYED), "--store", str(store), "--cwd", str(tmp_path))
+    chat = Terminal(*options, cwd=tmp_path, env={"TERM": term})
+    session = _ANSI.sub("", (await chat.expect(r"session (\S+) · new"))[1])
+    await chat.expect_exact(prompt)
+    chat.child.send("abc\x1b[D\x1b[DX\r")  # Left, Left: "aXbc"
+    await chat.expect_exact("ONE")
+    await chat.expect_exact(prompt)
+    chat.child.send("\x1b[A\r")  # Up recalls the line before
+    await chat.expect_exact("TWO")
+    await chat.expect_exact(prompt)
+    chat.send("/fork")
+    await chat.expect_exact("a fork has no recording")
+    await chat.expect_exact(prompt)
+    chat.child.send("\x1b[200~three\nand four\x1b[201~\r")  # a pasted block is one message
+    await chat.expect_exact("the recording has no turn 3 (")
+    await chat.expect_exact("holds 2 turns); a replay goes only as far as its recording")
+    await chat.expect_exact(prompt)
+    chat.child.send(
+        "\x12Xb\r\r"
+    )  # Ctrl-R searches the history; Enter takes the line found, a second sends it
+    await chat.expect_exact("the recording has no turn 4 (")
+    await chat.expect_exact(prompt)
+    chat.child.send("\x04")  # Ctrl-D leaves
+    hint = await chat.expect(r"continue it with: (dsh chat --session .*)\r?\n")
+    assert _ANSI.sub("", hint[1]).split() == [
+        "dsh",
+        "chat",
+        "--session",
+        session,
+        "--store",
+        str(store),
+        "--replay",
+        str(REPLAYED),
+    ]
+    assert await chat.wait_exit() == 0
+    with SessionStore(store) as opened:
+        typed = [
+            block.text
+            for event in opened.events(session, types=("user/message",))
+            if isinstance((message := event.decode_data()).source, UserSource)
+            for block in message.content
+            if isinstance(block, TextBlock)
+        ]
+    assert typed == ["aXbc", "aXbc", "three\nand four", "aXbc"]
+    assert "+aXbc" in (tmp_path / "sessions.db.chat-history").read_text()
+
+
+async def test_a_replayed_hang_cancelled_leaves_no_ready_file_in_the_workspace(tmp_path: Path) -> None:
+    cancel = REPLAYED.parent / "cancel"
+    work = tmp_path / "work"
+    work.mkdir()
+    chat = Terminal("--replay", str(cancel), "--store", str(tmp_path / "s.db"), "--cwd", str(work), cwd=work)
+    await chat.expect_exact(PROMPT)
+    chat.send("go on")
+    with anyio.fail_after(20):
+        while not (work / ".dsh-stream-ready").exists():  # noqa: ASYNC110  # the hang's only signal is a file
+            await anyio.sleep(0.02)
+    chat.child.sendintr()
+    await chat.expect_exact("turn 1 aborted")
+    await chat.expect_exact(PROMPT)
+    chat.child.send("\x04")
+    assert await chat.wait_exit() == 0
+    assert list(work.iterdir()) == []
+
+
+async def test_a_line_typed_during_a_turn_is_queued_and_runs_next(tmp_path: Path) -> None:
+    async with loopback(partial_then_hang("partial"), answer("second answer")) as server:
+        config = tmp_path / "deployment.yml"
+        config.write_text(deployment(server.base_url))
+        store = tmp_path / "sessions.db"
+        chat = Terminal("--config", str(config), "--store", str(store), cwd=tmp_path)
+        session = (await chat.expect(r"session (\S+) · new"))[1]
+        await chat.expect_exact(PROMPT)
+        chat.send("first")
+        await chat.expect_exact("partial")
+        chat.child.send("then \x1b[Dthis\r")  # typed mid-turn; the Left arrow means nothing there
+        await chat.expect_exact("queued (1): then this · runs when this turn ends")
+        chat.child.sendintr()  # Ctrl-C still cancels the running turn
+        await chat.expect_exact("turn 1 aborted")
+        await chat.expect_exact("second answer")
+        await chat.expect_exact(PROMPT)
+        chat.child.send("\x04")
+        assert await chat.wait_exit() == 0
+    with SessionStore(store) as opened:
+        typed = [
+            block.text
+            for event in opened.events(session, types=("user/message",))
+            if isinstance((message := event.decode_data()).source, UserSource)
+            for block in message.content
+            if isinstance(block, TextBlock)
+        ]
+        ends = [e.decode_data().reason.kind for e in opened.events(session, types=("turn/end",))]
+    assert typed == ["first", "then this"]
+    assert ends == ["aborted", "completed"]
+    assert "+then this" in (tmp_path / "sessions.db.chat-history").read_text()

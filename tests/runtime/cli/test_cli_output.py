@@ -4,6 +4,7 @@ exception is one line unless --debug asks for the traceback."""
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ import typer
 from syrupy.assertion import SnapshotAssertion
 
 from runtime.cli import main
-from runtime.cli.app import add_entry_point_commands, app
+from runtime.cli.app import add_entry_point_commands, app, loaded_command
 from runtime.kernel import ConfigError
 from tests.runtime.cli.helpers import DSH, deployment, plain_env
 
@@ -78,7 +79,10 @@ def _commands(command: Any, path: str) -> list[tuple[str, Any]]:
 
 def test_every_command_help_has_an_example() -> None:
     add_entry_point_commands()
-    commands = _commands(typer.main.get_command(app), "dsh")
+    root = typer.main.get_command(app)
+    commands = [("dsh", root)]
+    for name in root.list_commands(typer.Context(root)):  # type: ignore[attr-defined]  # a group lists its names
+        commands += _commands(loaded_command(name), f"dsh {name}")
     assert {"dsh run", "dsh chat", "dsh acp", "dsh sessions show"} <= {path for path, _ in commands}
     missing = [path for path, command in commands if "Example: dsh " not in (command.help or "")]
     assert missing == []
@@ -132,3 +136,29 @@ def test_an_error_a_task_group_wrapped_alone_is_reported_as_itself(
     monkeypatch.setattr("runtime.cli.run_cmd._run", broken)
     assert _exit(["run", "hi"]) == 2
     assert capsys.readouterr().err == "error: the deployment is wrong\n"
+
+
+def test_each_core_command_is_listed_with_its_own_summary() -> None:
+    from runtime.cli.app import CORE_COMMANDS, loaded_command
+
+    for name, lazy in CORE_COMMANDS.items():
+        command = loaded_command(name)
+        assert command is not None
+        assert command.get_short_help_str(limit=200) == lazy.summary, name
+
+
+def test_help_and_version_import_no_command() -> None:
+    code = (
+        "import sys\nfrom runtime.cli.app import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "heavy = sorted(m for m in sys.modules if m.startswith(('runtime.agent', 'runtime.session', 'acp', "
+        "'plugins', 'replay', 'runtime.cli.')) and m not in ('runtime.cli._entry', 'runtime.cli.app'))\n"
+        "print(heavy)"
+    )
+    result = anyio.run(lambda: anyio.run_process([sys.executable, "-c", code], env=plain_env(), check=True))
+    assert result.stdout.decode().strip().splitlines()[-1] == "[]"
+
+
+def test_a_mistyped_command_is_answered_with_the_nearest(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _exit(["sesions", "list"]) == 2
+    assert "No such command 'sesions'. Did you mean 'sessions'?" in capsys.readouterr().err

@@ -9,7 +9,7 @@ import anyio
 import pytest
 
 from runtime.agent import AGENTS, assemble_context_for
-from runtime.cli import open_host
+from runtime.host import open_host
 from runtime.prompt import SYSTEM_PROMPT, render_prompt
 
 EXAMPLES = Path(__file__).parents[3] / "examples"

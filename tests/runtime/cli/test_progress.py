@@ -13,7 +13,9 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from runtime.cli import ByteProgress, app, sessions_cmd, terminal_stderr
+from runtime.cli import sessions_cmd
+from runtime.cli.app import app
+from runtime.host import ByteProgress, terminal_stderr
 from tests.runtime.cli.test_cli_output import dsh
 
 HARNESS = Path(__file__).resolve().parents[3] / "fixtures" / "harness"

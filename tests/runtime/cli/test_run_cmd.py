@@ -4,6 +4,7 @@ then answers; the whole turn is then visible in `dsh sessions show`."""
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import anyio
@@ -86,3 +87,76 @@ async def test_run_replays_a_recording_with_tools_live_and_no_key(tmp_path: Path
     assert "→ bash" in out
     assert "TERMINAL_OK" in out  # the bash call ran live
     assert out.rstrip().endswith("DONE")
+
+
+ROOT = Path(__file__).resolve().parents[3]
+FS_TOOLS = ROOT / "fixtures" / "authored" / "fs-tools"
+
+
+def _no_config() -> dict[str, str]:
+    return {"DSH_CONFIG": ""}
+
+
+async def test_replay_needs_no_deployment_and_runs_the_tools_in_cwd(tmp_path: Path) -> None:
+    shutil.copytree(FS_TOOLS / "workspace", tmp_path / "work")
+    code, out, err = await dsh(
+        "run", "any words", "--replay", str(FS_TOOLS), "--store", str(tmp_path / "s.db"),
+        "--cwd", str(tmp_path / "work"), env=_no_config(),
+    )  # fmt: skip
+    assert code == 0, err
+    assert "→ edit" in out
+    assert (tmp_path / "work" / "CHANGES.md").is_file()
+
+
+async def test_replay_swaps_a_deployments_route_whatever_it_is_called(tmp_path: Path) -> None:
+    shutil.copytree(FS_TOOLS / "workspace", tmp_path / "work")
+    code, out, err = await dsh(
+        "run", "any words", "--replay", str(FS_TOOLS), "--config", str(ROOT / "examples" / "coding-agent.yml"),
+        "--store", str(tmp_path / "s.db"), "--cwd", str(tmp_path / "work"),
+    )  # fmt: skip
+    assert code == 0, err
+    assert "no adapter is registered" not in err
+    assert "→ write" in out
+
+
+async def test_replay_of_a_missing_log_is_one_error_line(tmp_path: Path) -> None:
+    code, _, err = await dsh(
+        "run", "hi", "--replay", str(tmp_path / "nope"), "--store", str(tmp_path / "s.db"), env=_no_config()
+    )
+    assert code == 2
+    assert err.count("\n") == 1
+    assert "no such file or directory; expected a JSONL log or a scenario directory" in err
+    assert "Errno" not in err
+
+
+async def test_a_store_in_a_missing_directory_is_an_exit_2_error(tmp_path: Path) -> None:
+    code, _, err = await dsh("sessions", "list", "--store", str(tmp_path / "typo" / "s.db"))
+    assert code == 2
+    assert "does not exist" in err
+    assert not (tmp_path / "typo").exists()
+    (tmp_path / "notes.txt").write_text("not a database")
+    code, _, err = await dsh("sessions", "list", "--store", str(tmp_path / "notes.txt"))
+    assert (code, err.strip()) == (
+        2,
+        f"error: --store {tmp_path / 'notes.txt'}: not a dsh session store (not an SQLite database)",
+    )
+
+
+async def test_prompt_reads_the_deployment_from_dsh_config(tmp_path: Path) -> None:
+    code, out, err = await dsh("prompt", env={"DSH_CONFIG": str(ROOT / "examples" / "coding-agent.yml")})
+    assert code == 0, err
+    assert out.startswith("# system prompt")
+
+
+async def test_sessions_show_takes_an_id_prefix_and_says_why_a_turn_failed(tmp_path: Path) -> None:
+    store = str(tmp_path / "s.db")
+    recording = str(ROOT / "fixtures" / "harness" / "error-finish")
+    code, _, err = await dsh(
+        "run", "hi", "--replay", recording, "--store", store, "--cwd", str(tmp_path), env=_no_config()
+    )
+    assert code == 1
+    session = err.split("session ")[-1].strip()
+    code, shown, err = await dsh("sessions", "show", session[:8], "--store", store)
+    assert code == 0, err
+    assert f"session {session}" in shown
+    assert "turn 1 ended: error: simulated provider error (HTTP 401) [AUTH]" in shown

@@ -11,8 +11,8 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 from typer.testing import CliRunner
 
-from runtime.cli import app
-from runtime.cli.sessions_cmd import default_store_path
+from runtime.cli.app import app
+from runtime.host import default_store_path
 from runtime.session import CountingIds, FixedClock, SessionStore, SpawnedBy, import_jsonl
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -60,7 +60,7 @@ def test_a_good_deployment_loads_in_order(tmp_path: Path) -> None:
 def test_unknown_key(tmp_path: Path) -> None:
     error = failure(tmp_path, GOOD.replace("greeting:", "greting:").replace("${GREETING}", "x"))
     assert (error.plugin, error.path, error.line) == ("hello", "$.config", 3)
-    assert "unknown field `greting`" in str(error)
+    assert "unknown key `greting` (did you mean `greeting`?); valid keys: greeting," in str(error)
 
 
 def test_wrong_type_names_the_key_path(tmp_path: Path) -> None:
@@ -103,7 +103,16 @@ def test_yaml_syntax_error_has_the_line(tmp_path: Path) -> None:
 
 
 def test_unknown_top_level_key_and_bad_entry_shape(tmp_path: Path) -> None:
-    assert "unknown field `plugin`" in str(failure(tmp_path, "plugin: []\nplugins: []\n"))
+    error = failure(tmp_path, "model: m\nplugin: []\nplugins: []\n")
+    assert error.line == 2
+    assert str(error).endswith(
+        "unknown key `plugin` (did you mean `plugins`?); valid keys: plugins, model, provider"
+    )
+    error = failure(tmp_path, "plugin:\n  - id: a\n")  # not "`plugins` must be a list"
+    assert "unknown key `plugin` (did you mean `plugins`?)" in str(error)
+    error = failure(tmp_path, "plugins:\n  - id: a\n    uses: x\n")
+    assert "unknown key `uses` (did you mean `use`?); valid keys: id, use, config" in str(error)
+    assert error.line == 2
     error = failure(tmp_path, "plugins:\n  - id: a\n")
     assert (error.path, error.line) == ("$.plugins[0]", 2)
     assert "missing required field `use`" in str(error)

@@ -321,7 +321,7 @@ def test_bad_config_fails_before_apply() -> None:
         ctx.plugin(greeter, {"greeting": "hi", "repeat": "twice"})
     assert (caught.value.plugin, caught.value.path) == ("greeter", "$.repeat")
     assert "Expected `int`, got `str`" in str(caught.value)
-    with pytest.raises(ConfigError, match="unknown field `colour`"):
+    with pytest.raises(ConfigError, match="unknown key `colour`"):
         ctx.plugin(greeter, {"greeting": "hi", "colour": "red"})
     assert ctx.describe()["services"] == []
 

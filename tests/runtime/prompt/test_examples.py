@@ -12,7 +12,8 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 from typer.testing import CliRunner
 
-from runtime.cli import app, main
+from runtime.cli import main
+from runtime.cli.app import app
 from runtime.kernel import ConfigError, Context, ServiceNotFoundError, load_deployment, load_deployment_into
 from runtime.prompt import SYSTEM_PROMPT, AssembleContext, PromptRenderError, render_prompt
 from runtime.session import STORE, SessionStore

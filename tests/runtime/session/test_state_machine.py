@@ -176,6 +176,10 @@ class StoreMachine(RuleBasedStateMachine):
         writer had not committed by then is refused, never written after the takeover."""
         session = data.draw(st.sampled_from(sorted(self.logs)))
         manager, log = self.logs.pop(session)
+        # durable before it stalls: how much a background commit got in first would otherwise depend on the
+        # scheduler, and so would the model every later rule draws from (a late commit's refusal is
+        # tests/runtime/session/test_one_writer.py's)
+        self.portal.call(log.flush)
         durable = log.durable_seq
         self.wall.now += 2 * TTL_MS
         for _, other in self.logs.values():  # the writers that did not stall renew, as their keepers would

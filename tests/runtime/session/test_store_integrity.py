@@ -189,5 +189,12 @@ def test_a_version_1_store_with_a_gap_migrates_and_the_gap_is_reported(tmp_path:
     for seq in (0, 1, 5):
         conn.execute(_INSERT, _row("old", seq))
     conn.close()
-    with SessionStore(path) as store, pytest.raises(LogGapError, match="seq 1 is followed by seq 5"):
-        list(store.events("old"))
+    with SessionStore(path) as store:
+        with pytest.raises(LogGapError, match="seq 1 is followed by seq 5"):
+            list(store.events("old"))
+        with pytest.raises(LogGapError, match="seq 1 is followed by seq 5"):  # filtered reads too
+            list(store.events("old", types=("x/y",)))
+        with pytest.raises(LogGapError):
+            list(store.events("old", start=3))  # seqs 3 and 4 are missing too
+        assert [e.seq for e in store.events("old", stop=2)] == [0, 1], "the prefix before the gap reads"
+        assert [e.seq for e in store.events("old", start=5)] == [5], "and so does what follows it"

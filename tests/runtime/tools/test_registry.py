@@ -10,6 +10,7 @@ import pytest
 
 from runtime.kernel import Context, NoConfig, Plugin
 from runtime.tools import (
+    EXECUTOR,
     INVALID_ARGUMENTS,
     TOOL_FAILED,
     TOOLS,
@@ -141,6 +142,42 @@ async def test_unknown_tool_and_a_failing_tool_are_error_results() -> None:
     assert (unknown.code, unknown.text) == (UNKNOWN_TOOL, 'unknown tool "ghost"; available tools: broken')
     failed = await tools.execute(ToolCall("c2", "broken", '{"text": "x"}'), call_context(ctx))
     assert (failed.code, failed.text) == (TOOL_FAILED, 'tool "broken" failed: OSError: disk on fire')
+
+
+@pytest.mark.anyio
+async def test_an_executor_listener_replaces_how_a_call_runs_until_its_plugin_unloads() -> None:
+    """The `tools/executor` waterfall: a listener sees the tool and the call and may hand back another executor
+    (replay serves recorded results this way); its failure is contained like the tool's own."""
+    seen: list[tuple[str, str]] = []
+
+    async def recorded(arguments: dict[str, Any], context: ToolContext) -> str:
+        return f"recorded {arguments['text']}"
+
+    async def choose(execute: Any, tool: Tool, call: ToolCall, context: ToolContext, next_: Any) -> Any:
+        seen.append((tool.name, call.call_id))
+        if tool.hermetic:
+            return await next_(execute)
+        return recorded
+
+    def apply(ctx: Context, config: NoConfig) -> None:
+        ctx.on(EXECUTOR, choose)
+
+    ctx = host()
+    tools = ctx.get(TOOLS)
+    tools.register(make_tool())
+    tools.register(
+        Tool(
+            name="remote", description="Echo far away.", parameters=ECHO_SCHEMA, execute=echo, hermetic=False
+        )
+    )
+    listener = ctx.plugin(Plugin(name="serve-recorded", apply=apply))
+    here = await tools.execute(ToolCall("c1", "echo", '{"text": "a"}'), call_context(ctx))
+    far = await tools.execute(ToolCall("c2", "remote", '{"text": "b"}'), call_context(ctx))
+    assert (here.text, far.text) == ("a", "recorded b")
+    assert seen == [("echo", "c1"), ("remote", "c2")]
+    listener.unload()
+    assert (await tools.execute(ToolCall("c3", "remote", '{"text": "c"}'), call_context(ctx))).text == "c"
+    assert len(seen) == 2
 
 
 @pytest.mark.anyio

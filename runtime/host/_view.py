@@ -1,14 +1,18 @@
 """`TerminalView`: renders an agent's events as they are appended: reasoning dim, text as it streams, each tool call
-and a short form of its result, and how a turn ended. `dsh run` uses it (and `dsh chat` will)."""
+and a short form of its result, and how a turn ended. `dsh run`, `dsh chat` and the replay driver use it."""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
 
-from runtime.agent import AgentEvent
 from runtime.llm import BlockEnd, ReasoningDelta, StreamChunk, TextBlock, TextDelta, ToolResultBlock
 from runtime.session import AssistantChunk, ToolCall, ToolResult, ToolResultData, TurnEnd, TurnEndData
+
+if TYPE_CHECKING:
+    from runtime.agent import AgentEvent
 
 __all__ = ["TerminalView"]
 

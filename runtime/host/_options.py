@@ -1,5 +1,5 @@
-"""The options every agent-running command shares (`dsh run`, `dsh chat`, and `dsh acp` from plugins/acp), declared
-once so their names, help and defaults agree."""
+"""The options the `dsh` commands share (`dsh run`, `dsh chat`, `dsh sessions`, and `dsh acp` from plugins/acp),
+declared once so their names, help and defaults agree."""
 
 from __future__ import annotations
 
@@ -7,8 +7,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-
-from .sessions_cmd import StoreOption
 
 __all__ = [
     "ConfigOption",
@@ -20,6 +18,10 @@ __all__ = [
     "StoreOption",
 ]
 
+StoreOption = Annotated[
+    Path | None,
+    typer.Option("--store", help="The session store file \\[default: $XDG_DATA_HOME/dsh/sessions.db]."),
+]
 ConfigOption = Annotated[
     Path | None, typer.Option("--config", help="The deployment YAML file \\[default: $DSH_CONFIG].")
 ]

@@ -1,0 +1,109 @@
+"""The pytest plugin's cost: the project's scenarios (fixtures/, copied COPIES times into a scratch project with
+their goldens) collected and replayed by `pytest` through dsh's plugin, against calling `replay.rerun` on each one
+directly, both in this process with every import already done, alternating, best of RUNS. The cost is this
+process's CPU time (wall time is printed beside it): on a shared machine other processes' load would otherwise
+decide the ratio. Then the same pytest run spread across two xdist workers against one (`-n 2` vs `-n 1`, each a
+fresh process, best of RUNS, wall time: a speed-up is wall time saved).
+
+Targets: the plugin costs at most 1.2x the direct re-runs; `-n 2` is at least 1.6x faster than `-n 1` on two
+cores. The second needs the two cores otherwise idle: the load average is printed beside it."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+
+from replay import discover, rerun
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+COPIES = 3
+RUNS = 3
+PLUGIN_TARGET = 1.2
+XDIST_TARGET = 1.6
+
+
+def _project(root: Path) -> Path:
+    for copy in range(COPIES):
+        shutil.copytree(FIXTURES, root / "scenarios" / f"copy{copy}")
+    (root / "pytest.ini").write_text("[pytest]\ndsh_scenarios = scenarios\n")
+    return root
+
+
+def _direct(root: Path) -> tuple[float, float]:
+    """(CPU seconds, wall seconds) of discovering the scenarios and re-running each."""
+    cpu, wall = time.process_time(), time.perf_counter()
+    for scenario in discover(root / "scenarios"):
+        result = anyio.run(lambda scenario=scenario: rerun(scenario))
+        assert result.divergence is None, result.divergence
+    return time.process_time() - cpu, time.perf_counter() - wall
+
+
+def _in_process(root: Path) -> tuple[float, float]:
+    """(CPU seconds, wall seconds) of `pytest` collecting and replaying them through the plugin."""
+    out = io.StringIO()
+    cpu, wall = time.process_time(), time.perf_counter()
+    with contextlib.redirect_stdout(out), contextlib.chdir(root):
+        code = pytest.main(["-q", "-p", "no:cacheprovider", "-p", "no:xdist"])
+    spent = time.process_time() - cpu, time.perf_counter() - wall
+    assert code == 0, out.getvalue()
+    return spent
+
+
+def _workers(root: Path, workers: int) -> float:
+    start = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", str(workers)],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    elapsed = time.perf_counter() - start
+    assert done.returncode == 0, done.stdout + done.stderr
+    return elapsed
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory(prefix="dsh-bench-pytest-") as scratch:
+        root = _project(Path(scratch))
+        count = len(discover(root / "scenarios"))
+        _direct(root)  # warm: imports, page cache
+        _in_process(root)
+        pairs = [(_direct(root), _in_process(root)) for _ in range(RUNS)]
+        one = min(_workers(root, 1) for _ in range(RUNS))
+        two = min(_workers(root, 2) for _ in range(RUNS))
+    direct = min(pair[0][0] for pair in pairs)
+    plugin = min(pair[1][0] for pair in pairs)
+    direct_wall = min(pair[0][1] for pair in pairs)
+    plugin_wall = min(pair[1][1] for pair in pairs)
+    ratio = plugin / direct
+    speedup = one / two
+    load = ", ".join(f"{value:.2f}" for value in os.getloadavg())
+    print(f"{count} scenarios (fixtures/ x{COPIES}); best of {RUNS}")
+    print(f"  rerun() on each, directly   {direct * 1000:8.0f} ms CPU  ({direct_wall * 1000:.0f} ms wall)")
+    print(
+        f"  pytest with the dsh plugin  {plugin * 1000:8.0f} ms CPU  ({plugin_wall * 1000:.0f} ms wall)  "
+        f"{ratio:.2f}x the direct re-runs"
+    )
+    print(f"  pytest -n 1 (a process)     {one * 1000:8.0f} ms wall")
+    print(f"  pytest -n 2 (a process)     {two * 1000:8.0f} ms wall  {speedup:.2f}x faster than -n 1")
+    print(f"  load average (1, 5, 15 min) {load} on {os.cpu_count()} cores")
+    plugin_met = ratio <= PLUGIN_TARGET
+    xdist_met = speedup >= XDIST_TARGET
+    print(f"target plugin <= {PLUGIN_TARGET}x the direct re-runs: {'met' if plugin_met else 'MISSED'}")
+    print(f"target -n 2 >= {XDIST_TARGET}x faster than -n 1: {'met' if xdist_met else 'MISSED'}")
+    return 0 if plugin_met and xdist_met else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

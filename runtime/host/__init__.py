@@ -1,0 +1,55 @@
+"""What every front end of dsh shares (the `dsh` command, `dsh acp` from plugins/acp, the replay driver): the host
+lifecycle over a session store, which store to open, the terminal view of an agent's events, progress bars and the
+common command options. Nothing here imports `runtime.cli`."""
+
+from ._lifecycle import CONFIG_ENV as CONFIG_ENV
+from ._lifecycle import HOST_SERVICES as HOST_SERVICES
+from ._lifecycle import REPLAY_ENTRY_POINT_GROUP as REPLAY_ENTRY_POINT_GROUP
+from ._lifecycle import Host as Host
+from ._lifecycle import deployment_path as deployment_path
+from ._lifecycle import hosted as hosted
+from ._lifecycle import open_host as open_host
+from ._lifecycle import replayed as replayed
+from ._options import ConfigOption as ConfigOption
+from ._options import CwdOption as CwdOption
+from ._options import ModelOption as ModelOption
+from ._options import ProviderOption as ProviderOption
+from ._options import ReplayOption as ReplayOption
+from ._options import SessionOption as SessionOption
+from ._options import StoreOption as StoreOption
+from ._progress import ByteProgress as ByteProgress
+from ._progress import count_progress as count_progress
+from ._progress import terminal_stderr as terminal_stderr
+from ._stores import check_store_path as check_store_path
+from ._stores import default_store_path as default_store_path
+from ._stores import open_store as open_store
+from ._stores import resolve_session as resolve_session
+from ._stores import scratch_store as scratch_store
+from ._view import TerminalView as TerminalView
+
+__all__ = [
+    "CONFIG_ENV",
+    "HOST_SERVICES",
+    "REPLAY_ENTRY_POINT_GROUP",
+    "ByteProgress",
+    "ConfigOption",
+    "CwdOption",
+    "Host",
+    "ModelOption",
+    "ProviderOption",
+    "ReplayOption",
+    "SessionOption",
+    "StoreOption",
+    "TerminalView",
+    "check_store_path",
+    "count_progress",
+    "default_store_path",
+    "deployment_path",
+    "hosted",
+    "open_host",
+    "open_store",
+    "replayed",
+    "resolve_session",
+    "scratch_store",
+    "terminal_stderr",
+]

@@ -1,0 +1,76 @@
+"""Children die with the agent: a `dsh run` whose bash command is `sleep 2; touch marker` is killed mid-command,
+by SIGKILL (nothing in dsh runs: the supervisor's parent-death signal does the work) and by Ctrl-C (SIGINT); every
+process below dsh is gone within a second and the marker never appears."""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Callable
+from pathlib import Path
+
+import anyio
+import pytest
+
+from tests.plugins.llm_openai.loopback import loopback
+from tests.runtime.cli.helpers import answer, bash_call
+
+from .agent_run import deployment, environment, run_command
+from .test_bash import alive
+
+pytestmark = pytest.mark.anyio
+
+
+def descendants(root: int) -> dict[int, str]:
+    """Every live process below `root`, with its command name."""
+    children: dict[int, list[tuple[int, str]]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        name = stat[stat.find("(") + 1 : stat.rfind(")")]
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if fields[0] != "Z":
+            children.setdefault(int(fields[1]), []).append((int(entry.name), name))
+    found: dict[int, str] = {}
+    pending = [root]
+    while pending:
+        for pid, name in children.get(pending.pop(), []):
+            found[pid] = name
+            pending.append(pid)
+    return found
+
+
+async def eventually(condition: Callable[[], bool], *, seconds: float) -> None:
+    """Wait until `condition()` holds, polling; fail after `seconds`."""
+    for _ in range(int(seconds / 0.02) + 1):
+        if condition():
+            return
+        await anyio.sleep(0.02)
+    raise AssertionError(f"not within {seconds}s")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGINT], ids=["SIGKILL", "SIGINT"])
+@pytest.mark.parametrize("sandbox", ["danger-full-access", "workspace-write"])
+async def test_killing_dsh_kills_its_running_command(tmp_path: Path, signum: int, sandbox: str) -> None:
+    marker = tmp_path / "marker"
+    # A background child too: it must die with the rest, not finish on its own.
+    command = f"(sleep 2; touch {marker}.bg) & sleep 2; touch {marker}"
+    async with loopback(bash_call(command), answer("done")) as server:
+        config = tmp_path / "deployment.yml"
+        config.write_text(deployment(server.base_url, key_env="DSH_TEST_KEY", bash={"sandbox": sandbox}))
+        env = environment(DSH_TEST_KEY="k")
+        async with await anyio.open_process(run_command(config, tmp_path / "s.db", tmp_path), env=env) as dsh:
+            await eventually(lambda: list(descendants(dsh.pid).values()).count("sleep") == 2, seconds=20)
+            started = anyio.current_time()
+            children = descendants(dsh.pid)
+            dsh.send_signal(signal.Signals(signum))
+            with anyio.fail_after(10):
+                await dsh.wait()
+    await eventually(lambda: not any(alive(pid) for pid in children), seconds=1)
+    await anyio.sleep(max(0.0, started + 2.5 - anyio.current_time()))
+    assert not await anyio.Path(marker).exists()
+    assert not await anyio.Path(f"{marker}.bg").exists()
+    assert not any(alive(pid) for pid in children), children

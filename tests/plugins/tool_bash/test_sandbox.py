@@ -1,0 +1,234 @@
+"""The file policies: under `workspace-write` a command writes the workspace and nothing else, sees a private /tmp
+and, unless the network is allowed, cannot open a socket to a server the test runs on 127.0.0.1; under `read-only`
+it writes nothing; a refused command is a normal result that says the sandbox may be why; the policy is stated to
+the model as a runtime context; and a sandbox that cannot be had fails the load, never runs unconfined."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+
+from plugins.tool_bash import SANDBOX_CONTEXT, SandboxUnavailableError, plugin, policy_text
+from runtime.kernel import ConfigError, Context
+from runtime.prompt import SYSTEM_PROMPT, AssembleContext
+
+from ..tool_host import tool_host
+from .test_bash import bash
+
+
+def host(**config: object) -> Context:
+    ctx = tool_host()
+    ctx.plugin(plugin, config)
+    return ctx
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    return root
+
+
+class Listener:
+    """A TCP server on 127.0.0.1 that counts the connections it accepts."""
+
+    def __init__(self) -> None:
+        self.socket = socket.create_server(("127.0.0.1", 0))
+        self.socket.settimeout(0.1)
+        self.port = self.socket.getsockname()[1]
+        self.accepted = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                connection, _ = self.socket.accept()
+            except TimeoutError:
+                continue
+            self.accepted += 1
+            connection.close()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.socket.close()
+
+
+@pytest.fixture
+def listener() -> Iterator[Listener]:
+    server = Listener()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.mark.anyio
+async def test_workspace_write_writes_the_workspace_and_nothing_else(workspace: Path, tmp_path: Path) -> None:
+    ctx = host(sandbox="workspace-write")
+    inside = await bash(
+        ctx, workspace, "echo kept > inside.txt && mkdir -p sub && echo deep > sub/f && cat sub/f"
+    )
+    assert (inside.text, (workspace / "inside.txt").read_text()) == ("deep\n", "kept\n")
+    home = Path.home() / "dsh-sandbox-probe"
+    attempts = [
+        f"touch {home}",
+        "touch /var/tmp/dsh-sandbox-probe",
+        "touch /etc/dsh-probe",
+    ]
+    for command in attempts:
+        result = await bash(ctx, workspace, command)
+        assert result.meta["exitCode"] != 0, command
+        assert result.text.splitlines()[-2:] == [
+            "[sandbox: workspace-write; writes outside the workspace and network access are blocked]",
+            f"[exit code: {result.meta['exitCode']}]",
+        ]
+        assert not result.is_error  # a normal result the model reads, like any failed command
+    assert "Read-only file system" in (await bash(ctx, workspace, f"touch {home}")).text
+    assert not home.exists()
+    # Beside the workspace, below the real /tmp: the command writes its own private /tmp, which the host never sees.
+    beside = tmp_path / "beside.txt"
+    await bash(ctx, workspace, f"echo x > {beside}")
+    assert not await anyio.Path(beside).exists()
+    assert not await anyio.Path("/var/tmp/dsh-sandbox-probe").exists()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    "escape",
+    [
+        "mount -o remount,rw /",  # root's capabilities would allow it
+        "unshare -r -m sh -c 'mount -o remount,rw /'",  # so would a nested user namespace's
+        "mount -t tmpfs none /etc",
+    ],
+)
+async def test_no_remount_makes_the_root_writable(workspace: Path, escape: str) -> None:
+    probe = Path("/etc/dsh-sandbox-remount-probe")
+    result = await bash(host(sandbox="workspace-write"), workspace, f"{escape}; touch {probe}")
+    assert not await anyio.Path(probe).exists(), result.text
+    assert "Read-only file system" in result.text
+
+
+@pytest.mark.anyio
+async def test_tmp_is_private_to_each_command(workspace: Path) -> None:
+    ctx = host(sandbox="workspace-write")
+    probe = "/tmp/dsh-sandbox-private-probe"
+    written = await bash(ctx, workspace, f"echo mine > {probe} && cat {probe}")
+    assert written.text == "mine\n"
+    assert not await anyio.Path(probe).exists()
+    assert (await bash(ctx, workspace, f"cat {probe}")).meta["exitCode"] == 1
+
+
+@pytest.mark.anyio
+async def test_without_network_a_command_cannot_reach_a_local_server(
+    workspace: Path, listener: Listener
+) -> None:
+    connect = f"exec 3<>/dev/tcp/127.0.0.1/{listener.port} && echo connected"
+    refused = await bash(host(sandbox="workspace-write"), workspace, connect)
+    assert "connected" not in refused.text
+    assert refused.meta["exitCode"] != 0
+    python = (
+        f"python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {listener.port}), timeout=2)'"
+    )
+    assert (await bash(host(sandbox="workspace-write"), workspace, python)).meta["exitCode"] != 0
+    assert listener.accepted == 0
+    allowed = await bash(host(sandbox="workspace-write", sandbox_network=True), workspace, connect)
+    assert allowed.text == "connected\n"
+    for _ in range(500):
+        if listener.accepted:
+            break
+        await anyio.sleep(0.01)
+    assert listener.accepted == 1
+
+
+@pytest.mark.anyio
+@pytest.mark.skipif(os.geteuid() != 0, reason="creating a socket under /run needs root")
+async def test_a_daemon_socket_under_run_is_out_of_reach(workspace: Path) -> None:
+    # A read-only mount does not stop connect() on a unix socket: a daemon's socket (docker's, dbus') must be hidden.
+    path = f"/run/dsh-sandbox-probe-{os.getpid()}.sock"
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(path)
+    server.listen()
+    try:
+        connect = f"python3 -c 'import socket; socket.socket(socket.AF_UNIX).connect(\"{path}\")'"
+        assert (await bash(host(), workspace, connect)).meta["exitCode"] == 0  # reachable unconfined
+        for policy in ("workspace-write", "read-only"):
+            result = await bash(host(sandbox=policy, sandbox_network=True), workspace, connect)
+            assert result.meta["exitCode"] != 0
+            assert "No such file or directory" in result.text
+    finally:
+        server.close()
+        os.unlink(path)
+
+
+@pytest.mark.anyio
+async def test_read_only_writes_nothing_not_even_the_workspace(workspace: Path) -> None:
+    (workspace / "seen.txt").write_text("visible\n")
+    ctx = host(sandbox="read-only")
+    assert (await bash(ctx, workspace, "cat seen.txt")).text == "visible\n"
+    result = await bash(ctx, workspace, "echo x > new.txt")
+    assert "Read-only file system" in result.text
+    assert "[sandbox: read-only; all file writes and network access are blocked]" in result.text
+    assert not (workspace / "new.txt").exists()
+
+
+@pytest.mark.anyio
+async def test_a_sandboxed_command_still_dies_on_timeout(workspace: Path) -> None:
+    result = await bash(host(sandbox="workspace-write"), workspace, "sleep 30", timeoutMs=300)
+    assert result.meta == {"exitCode": -9, "timedOut": True}
+    assert "[sandbox:" not in result.text  # the timeout, not the sandbox, stopped it
+
+
+async def contexts(ctx: Context) -> list[tuple[str, str]]:
+    assembly = await ctx.get(SYSTEM_PROMPT).assemble(AssembleContext(ctx=ctx))
+    return [(context.name, context.text) for context in assembly.contexts]
+
+
+@pytest.mark.anyio
+async def test_the_policy_is_stated_to_the_model_as_a_runtime_context() -> None:
+    assert await contexts(host()) == []
+    stated = await contexts(host(sandbox="workspace-write"))
+    assert stated == [(SANDBOX_CONTEXT, policy_text("workspace-write", network=False))]
+    assert stated[0][1].startswith("Current DSH file policy: workspace-write. The DSH file sandbox ")
+    assert stated[0][1].endswith("Network access is disabled.")
+    assert (await contexts(host(sandbox="read-only", sandbox_network=True)))[0][1].endswith(
+        "Network access is allowed."
+    )
+    loaded = tool_host()
+    bash_plugin = loaded.plugin(plugin, {"sandbox": "read-only"})
+    bash_plugin.unload()
+    assert await contexts(loaded) == []
+
+
+def test_without_bubblewrap_a_sandboxed_deployment_fails_to_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(SandboxUnavailableError, match=r"`bwrap` is not on PATH; install it") as caught:
+        host(sandbox="workspace-write")
+    assert caught.value.policy == "workspace-write"
+    host()  # the unconfined policy needs nothing
+
+
+def test_bubblewrap_without_namespaces_fails_the_load_with_its_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = tmp_path / "bwrap"
+    fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to creating new namespace' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    with pytest.raises(SandboxUnavailableError, match="No permissions to creating new namespace"):
+        host(sandbox="read-only")
+
+
+def test_an_unknown_policy_is_refused() -> None:
+    with pytest.raises(ConfigError, match="danger-full-access"):
+        host(sandbox="sandboxed")
