@@ -120,6 +120,18 @@ class _Slot:
     delivery: Delivery
     taken: bool = False
     spliced: bool = False
+    splice: Splice | None = None
+    splicing: bool = False
+
+    async def enter(self, session: _Session) -> None:
+        """Splice the input (once, whoever gets here first: its sender, or the agent at a boundary)."""
+        if self.splicing:
+            return
+        self.splicing = True
+        assert self.splice is not None, "a slot is entered only once its sender has arrived"
+        await self.splice()
+        self.spliced = True
+        session.notify()
 
 
 @dataclass
@@ -138,6 +150,11 @@ class _Session:
 
     def due(self) -> list[_Slot]:
         return [s for s in self.slots if not s.spliced and s.delivery.position == self.positions.current]
+
+
+def _idle(position: Position) -> bool:
+    """Whether an agent at `position` is between turns (before its first, or after a `turn/end`)."""
+    return position is None or position[0] == "turn/end"
 
 
 def _live_position(agent: Agent) -> Position:
@@ -235,23 +252,34 @@ class RecordedInbox:
             self._problems.append(problem)
             raise problem
         slot.taken = True
+        slot.splice = splice
+        session.notify()  # an agent held at a boundary may be waiting for this input
         index = session.slots.index(slot)
-        while not (
-            all(s.spliced for s in session.slots[:index])
-            and session.positions.current == slot.delivery.position
-        ):
+        while not slot.spliced:
+            if (
+                _idle(session.positions.current)
+                and session.positions.current == slot.delivery.position
+                and all(s.spliced for s in session.slots[:index])
+            ):
+                # the agent is between turns: nothing of its own is logged until its next turn starts (which
+                # waits for this input), so the input enters now, in recorded order
+                await slot.enter(session)
+                continue
             await session.changed.wait()
-        await splice()
-        slot.spliced = True
-        session.notify()
 
     async def boundary(self, agent: Agent, event: Event) -> None:
         session = self._session(agent)
         if session is None:
             return
         with anyio.move_on_after(_WAIT_S) as waited:
-            while session.due():
-                await session.changed.wait()
+            # inside a turn the input due here enters just before the agent leaves this position, in recorded
+            # order (each as soon as its sender has queued it: a later sender may wait on an earlier one's entry),
+            # so it lands at the same place in every re-run, however the senders were scheduled
+            while due := session.due():
+                if due[0].taken and not due[0].splicing:
+                    await due[0].enter(session)
+                else:
+                    await session.changed.wait()
         if waited.cancelled_caught:
             missing = [f"{s.delivery.target} {s.delivery.kind}" for s in session.due()]
             problem = ReplayMismatch(

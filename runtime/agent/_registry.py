@@ -119,6 +119,11 @@ class AgentRegistry:
                     if len(grouped.exceptions) == 1:
                         raise grouped.exceptions[0] from grouped
                     raise
+                finally:
+                    # a turn or background work cancelled with the agent may have been flushing: what it appended
+                    # is committed before the log closes (the writer is still running here)
+                    with anyio.CancelScope(shield=True):
+                        await log.flush()
             finally:
                 self._live.pop(session_id, None)
                 scope.dispose()
