@@ -179,8 +179,8 @@ class RecordedInbox:
         self._problems: list[ReplayMismatch] = []
 
     def assert_consumed(self) -> None:
-        """Raise the first input the recording does not have (raised where it was queued too, but a tool that
-        queues input contains it), else one for a recorded input that no live sender delivered."""
+        """Raise the first input the recording does not have (admitted when it was queued, as live), else one for
+        a recorded input that no live sender delivered."""
         if self._problems:
             raise self._problems[0]
         for session in self._sessions.values():
@@ -249,8 +249,11 @@ class RecordedInbox:
                 recorded="; ".join(recorded),
                 asked=f"{target} input from {kind}",
             )
+            # not raised here: the input enters as it would live, and what it leads to meets the recording's end
+            # (the replay adapter names the call with no recorded entry); a re-run reports it as its mismatch
             self._problems.append(problem)
-            raise problem
+            await splice()
+            return
         slot.taken = True
         slot.splice = splice
         session.notify()  # an agent held at a boundary may be waiting for this input

@@ -239,8 +239,13 @@ async def _run_plan(
         if turn is None or step is None:
             return
         for blocks in timed.pop((turn, step), []):
-            await event.agent.queue(_prompt(blocks, str(workspace)), target="next-step")
+            if held:  # a replay's gate holds it until its recorded place, which this turn has yet to reach
+                groups[-1].start_soon(steer, event.agent, blocks)
+            else:
+                await event.agent.queue(_prompt(blocks, str(workspace)), target="next-step")
 
+    held = isinstance(ctx.get(INBOX_GATE) if ctx.has(INBOX_GATE) else None, RecordedInbox)
+    groups: list[anyio.abc.TaskGroup] = []
     ctx.on(EVENT, steer_at_step)
     async with AsyncExitStack() as stack:
 
@@ -249,6 +254,7 @@ async def _run_plan(
             agent = await stack.enter_async_context(made)
             group = await stack.enter_async_context(anyio.create_task_group())
             current.append(agent)
+            groups.append(group)
             return agent, group
 
         agent, steering = await open_agent(None)
