@@ -94,9 +94,11 @@ class InProcessRun:
         return self._result
 
 
-def child_options(parent: Agent) -> AgentOptions:
-    """The parent's options, with the parent's workspace made explicit."""
-    return dataclasses.replace(parent.options, cwd=parent.cwd)
+def child_options(parent: Agent, request: SubagentRequest | None = None) -> AgentOptions:
+    """The parent's options, with the parent's workspace made explicit (and, for a continuable child, marked as
+    running in the background)."""
+    background = request is not None and request.mode == "continuable"
+    return dataclasses.replace(parent.options, cwd=parent.cwd, background=background)
 
 
 def _compose(child: Agent, provider: str, request: SubagentRequest) -> None:
@@ -128,7 +130,7 @@ def spawn_provider(ctx: Context, name: str = "spawn") -> SubagentProvider:
         parent = request.parent
         agents = ctx.get(AGENTS)
         async with agents.create(
-            child_options(parent), parent=parent, spawned_by=request.spawned_by
+            child_options(parent, request), parent=parent, spawned_by=request.spawned_by
         ) as child:
             _compose(child, name, request)
             yield InProcessRun(child, request)
@@ -145,7 +147,7 @@ def fork_provider(ctx: Context, name: str = "fork") -> SubagentProvider:
         parent = request.parent
         agents = ctx.get(AGENTS)
         async with agents.fork(
-            parent.id, child_options(parent), parent=parent, spawned_by=request.spawned_by
+            parent.id, child_options(parent, request), parent=parent, spawned_by=request.spawned_by
         ) as child:
             _compose(child, name, request)
             yield InProcessRun(child, request)

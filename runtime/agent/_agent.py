@@ -63,13 +63,16 @@ _IMMEDIATE = ImmediateGate()
 @dataclass(frozen=True)
 class AgentOptions:
     """What an agent runs with. `provider`/`model` route its calls (an `agent/request` listener may supply them
-    instead); `cwd` is its workspace (the session's cwd, and `{{cwd}}`); `max_steps` bounds one turn (a model that keeps calling tools ends it `error`)."""
+    instead); `cwd` is its workspace (the session's cwd, and `{{cwd}}`); `max_steps` bounds one turn (a model that
+    keeps calling tools ends it `error`); `background` marks a child that runs in its parent's background (a
+    continuable subagent): terminal views do not stream it into the parent's output."""
 
     provider: str | None = None
     model: str | None = None
     cwd: Path | None = None
     config: CallConfig = field(default_factory=CallConfig)
     max_steps: int = 100
+    background: bool = False
 
 
 class Agent:
