@@ -240,15 +240,19 @@ class Agent:
         return claimed
 
     async def run(
-        self, prompt: str | Sequence[UserBlock], *, cancelled_by: AbortKind = "user"
+        self, prompt: str | Sequence[UserBlock] | None, *, cancelled_by: AbortKind = "user"
     ) -> TurnOutcome:
-        """Queue `prompt` and run the turn it starts; returns how it ended. Turns never overlap: a second call
+        """Queue `prompt` and run the turn it starts (None: run a turn with the input already waiting, such as
+        steering a cancelled turn never took in); returns how it ended. Turns never overlap: a second call
         waits for the first. Cancelling the caller aborts the turn (logged `aborted{cancelled_by}`: a subagent's
         runner says `parent`) and propagates."""
         from ._loop import run_turn
 
         async with self._lock:
-            await self.queue(prompt, wake=False)
+            if prompt is not None:
+                await self.queue(prompt, wake=False)
+            elif not (self.pending("next-turn") or self.pending("next-step")):
+                raise ValueError(f"{self!r} has no input waiting in its inbox: give run() a prompt")
             return await run_turn(self, cancelled_by=cancelled_by)
 
     async def serve(self) -> None:
