@@ -18,7 +18,8 @@ import sys
 import tempfile
 import time
 import tracemalloc
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -37,6 +38,7 @@ from runtime.session import (
     Event,
     SessionId,
     SessionStore,
+    SessionStoreProtocol,
     StepData,
     StepEnd,
     StepStart,
@@ -117,6 +119,38 @@ def _fill(store: SessionStore, session: str, events: list[Event]) -> None:
     conn.close()
 
 
+async def _log_append(store: SessionStoreProtocol, session: str, events: list[Event]) -> float:
+    """Seconds to append `events` through the log, yielding every 100 as a stream does (both stores' benchmark)."""
+    async with open_log(store, session, repair=False) as log:
+        gc.collect()
+        start = time.perf_counter()
+        for i, event in enumerate(events):
+            log.append(event)
+            if i % 100 == 99:  # a stream yields between chunks; the writer commits meanwhile
+                await anyio.lowlevel.checkpoint()
+        await log.flush()
+        return time.perf_counter() - start
+
+
+def _raw_insert(conn: sqlite3.Connection, rows: Sequence[tuple[object, ...]]) -> float:
+    """Seconds to insert `rows` with plain sqlite3, one transaction per 1,000 rows: the append baselines."""
+    gc.collect()
+    start = time.perf_counter()
+    for first in range(0, len(rows), 1000):
+        conn.execute("BEGIN IMMEDIATE")
+        conn.executemany(INSERT, rows[first : first + 1000])
+        conn.execute("COMMIT")
+    return time.perf_counter() - start
+
+
+def _fork_seconds(store: SessionStoreProtocol, session: str, at: int) -> float:
+    """Seconds per fork of `session` at `at`, over 50 forks (both stores' benchmark)."""
+    start = time.perf_counter()
+    for _ in range(50):
+        store.fork(session, at=at)
+    return (time.perf_counter() - start) / 50
+
+
 def bench_append(tmp: Path) -> float:
     events = [e for e in _turn(1, APPEND_EVENTS - 6)]
     ours: list[float] = []
@@ -124,34 +158,14 @@ def bench_append(tmp: Path) -> float:
     for rep in range(REPS):
         with SessionStore(tmp / f"append-{rep}.db") as store:
             session = store.create().id
-
-            async def run(store: SessionStore = store, session: str = session) -> float:
-                async with open_log(store, session, repair=False) as log:
-                    gc.collect()
-                    start = time.perf_counter()
-                    for i, event in enumerate(events):
-                        log.append(event)
-                        if i % 100 == 99:
-                            await (
-                                anyio.lowlevel.checkpoint()
-                            )  # a stream yields between chunks; the writer commits meanwhile
-                    await log.flush()
-                    return time.perf_counter() - start
-
-            ours.append(anyio.run(run))
+            ours.append(anyio.run(_log_append, store, session, events))
             rows = [(f"raw-{rep}", *row[1:]) for row in _rows_of(store, session)]
         with SessionStore(tmp / f"raw-{rep}.db") as baseline:  # the same schema, triggers and pragmas
             baseline.create(
                 session_id=SessionId(f"raw-{rep}")
             )  # the schema takes events of existing sessions only
             conn = baseline.connect()
-            gc.collect()
-            start = time.perf_counter()
-            for first in range(0, len(rows), 1000):
-                conn.execute("BEGIN IMMEDIATE")
-                conn.executemany(INSERT, rows[first : first + 1000])
-                conn.execute("COMMIT")
-            raw.append(time.perf_counter() - start)
+            raw.append(_raw_insert(conn, rows))
             conn.close()
     n = len(events)
     ours_rate, raw_rate = n / statistics.median(ours), n / statistics.median(raw)
@@ -178,13 +192,7 @@ def bench_guard(tmp: Path) -> float:
                 conn = store.connect()
                 if not guarded:
                     conn.execute("DROP TRIGGER events_next_seq")
-                gc.collect()
-                start = time.perf_counter()
-                for first in range(0, len(rows), 1000):
-                    conn.execute("BEGIN IMMEDIATE")
-                    conn.executemany(INSERT, rows[first : first + 1000])
-                    conn.execute("COMMIT")
-                timings[guarded].append(time.perf_counter() - start)
+                timings[guarded].append(_raw_insert(conn, rows))
                 conn.close()
     ratio = statistics.median(timings[False]) / statistics.median(timings[True])
     print(
@@ -205,15 +213,8 @@ def bench_fork(tmp: Path) -> tuple[float, float]:
             session = store.create().id
             _fill(store, session, _session_events(size))
             last = store.length(session) - 1
-
-            def fork(session: str = session, last: int = last) -> float:
-                start = time.perf_counter()
-                for _ in range(50):
-                    store.fork(session, at=last)
-                return (time.perf_counter() - start) / 50
-
             store.fork(session, at=last)  # warm the page cache and statement cache before timing
-            costs[size] = _median(fork)
+            costs[size] = _median(partial(_fork_seconds, store, session, last))
     small, large = costs[FORK_SIZES[0]], costs[FORK_SIZES[1]]
     ratio = large / small
     print(

@@ -28,7 +28,7 @@ from pathlib import Path
 import anyio
 
 from runtime.llm import CallKey, LlmCallError, LlmFailure, LlmRequest, StreamChunk
-from runtime.session import SessionInfo, SessionStore
+from runtime.session import SessionInfo, SessionStoreProtocol
 
 from ._errors import RecordingEnded, ReplayMismatch, format_call
 from ._placeholders import with_cwd
@@ -80,12 +80,12 @@ class ReplayAdapter:
     cwd (a `SessionStore`, or a lookup callable); `pace_ms` sleeps that long before each chunk (cancellable)."""
 
     def __init__(
-        self, recording: Recording, *, sessions: SessionStore | SessionLookup, pace_ms: float = 0.0
+        self, recording: Recording, *, sessions: SessionStoreProtocol | SessionLookup, pace_ms: float = 0.0
     ) -> None:
         if not pace_ms >= 0:
             raise ValueError(f"pace_ms must be >= 0, got {pace_ms}")
         self.recording = recording
-        self._lookup: SessionLookup = sessions.info if isinstance(sessions, SessionStore) else sessions
+        self._lookup: SessionLookup = sessions if callable(sessions) else sessions.info
         self._pace = pace_ms / 1000
         self._logs = [_Log(script) for script in recording.scripts]
         ids = [log.script.log.id for log in self._logs]

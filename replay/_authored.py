@@ -37,7 +37,7 @@ from runtime.llm import (
     ToolCallDelta,
     UsageChunk,
 )
-from runtime.session import STORE, SessionStore
+from runtime.session import STORE, SessionStoreProtocol
 
 from ._errors import ReplayMismatch, ScriptError
 from ._placeholders import with_cwd
@@ -130,7 +130,7 @@ class ScriptedModel:
     """Serves `replies` in order, whichever session calls (a reply with a `depth` only to a session at that
     delegation depth); `{{cwd}}` in a reply is the calling session's cwd."""
 
-    def __init__(self, replies: tuple[Reply, ...], store: SessionStore) -> None:
+    def __init__(self, replies: tuple[Reply, ...], store: SessionStoreProtocol) -> None:
         self.replies = replies
         self.served = 0
         self._taken = [False] * len(replies)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from tempfile import TemporaryDirectory
 from typing import Annotated, Any
 
 import anyio
@@ -28,6 +29,7 @@ from runtime.llm import (
     ToolCallBlock,
     ToolCallDelta,
 )
+from runtime.session import export_jsonl
 
 from ._batch import Report, holds_many, replay_all, summary_table, tally
 from ._errors import ScriptError
@@ -146,7 +148,7 @@ def _line(entry: ScriptEntry, log_name: str) -> str:
     return f"  {_key(entry):<9} {entry.kind:<10} {count}  {ending:<11} {said}{override}  ({place})"
 
 
-def _load(log: str, override: Path | None, store: Path | None) -> tuple[Recording, list[Path]]:
+def _load(log: str, override: Path | None, store: str | None) -> tuple[Recording, list[Path]]:
     if store is not None:
         with open_store(store, looking_for=log) as opened:
             return stored_recording(opened, resolve_session(opened, log), override=override), []
@@ -176,7 +178,10 @@ def inspect(
         typer.Option("--override", help="An override file (default: a directory's override.json)."),
     ] = None,
     store: Annotated[
-        Path | None, typer.Option("--store", help="Read LOG as a session id of this store.")
+        str | None,
+        typer.Option(
+            "--store", help="Read LOG as a session id of this store (a SQLite file or a postgresql:// URL)."
+        ),
     ] = None,
 ) -> None:
     """Print the model-call script of a recorded log, one line per call: (turn,step,attempt), kind, chunk count,
@@ -238,6 +243,13 @@ def run(
             show_default=False,
         ),
     ] = None,
+    store: Annotated[
+        str | None,
+        typer.Option(
+            "--store",
+            help="Read LOG as a session id of this store (a SQLite file or a postgresql:// URL), its children too.",
+        ),
+    ] = None,
 ) -> None:
     """Re-run a recording: its user messages drive the real loop, its model calls are served from the log, its
     tools run live in a copy of the workspace; exits 1 at the first divergence from the recording.
@@ -256,13 +268,16 @@ def run(
         _run_many(log, pace=pace, show=quiet is False)
         return
     console = Console(stderr=True)
-    scenario = load_scenario(log)
-    console.print(f"[bold]replaying[/] {log}", highlight=False)
-    result = anyio.run(
-        lambda: rerun(
-            scenario, workspace=workspace, pace_ms=pace, echo=None if quiet else Console(soft_wrap=True)
+    with TemporaryDirectory(prefix="dsh-replay-") as exported:
+        scenario = load_scenario(
+            log if store is None else _exported_scenario(store, str(log), Path(exported))
         )
-    )
+        console.print(f"[bold]replaying[/] {log}", highlight=False)
+        result = anyio.run(
+            lambda: rerun(
+                scenario, workspace=workspace, pace_ms=pace, echo=None if quiet else Console(soft_wrap=True)
+            )
+        )
     if out is not None and result.logs:
         out.write_bytes(result.logs[0][1])
         for number, (_, data) in enumerate(result.logs[1:], 1):
@@ -271,6 +286,18 @@ def run(
         console.print(f"[bold red]diverged[/] from the recording\n{result.divergence}", highlight=False)
         raise typer.Exit(1)
     console.print(f"[bold green]matches[/] the recording: {tally(result)}", highlight=False)
+
+
+def _exported_scenario(store: str, session_id: str, directory: Path) -> Path:
+    """A stored session (and the children it spawned or forked) written out as a scenario directory."""
+    with open_store(store, looking_for=session_id) as opened:
+        root = opened.info(resolve_session(opened, session_id))
+        logs = [root, *opened.children(root.id)]
+        for number, info in enumerate(logs):
+            name = ROOT_LOG if number == 0 else f"session.{number}.jsonl"
+            with (directory / name).open("wb") as handle:
+                export_jsonl(opened, info.id, handle)
+    return directory
 
 
 def _run_many(root: Path, *, pace: float, show: bool) -> None:

@@ -13,20 +13,19 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import anyio
-import msgspec
 import pytest
-import yaml
 
-from runtime.kernel import DshError
-from runtime.session import CountingIds, FixedClock, SessionStore
+if TYPE_CHECKING:
+    from runtime.session import SessionStore
 
-from ._recording import ROOT_LOG, child_logs
-from ._rerun import CLOCK_START, Rerun, golden_jsonl, record, rerun
-from ._routes import missing_key
-from ._scenario import SCENARIO_FILE, Scenario, load_scenario
+    from ._rerun import Rerun
+    from ._scenario import Scenario
+
+# Every pytest run where dsh is installed imports this module (the `pytest11` entry point), and most never name a
+# scenario root: what replays a scenario (anyio, msgspec, yaml, the kernel, the session store, the rerun driver) is
+# imported where it is used, once a project opts in or a test asks for one of the fixtures.
 
 __all__ = [
     "GoldenMismatch",
@@ -124,6 +123,8 @@ class _Scenarios:
         resolved = path.resolve()
         if not any(resolved.is_relative_to(root) for root in self.roots):
             return None
+        from ._scenario import SCENARIO_FILE
+
         if not (path / SCENARIO_FILE).is_file():
             if (path / parent.config.option.snapshot_dirname / GOLDEN_FILE).is_file():
                 self.orphans.append(path)
@@ -141,6 +142,11 @@ class ScenarioDirectory(pytest.Directory):
     def collect(self) -> Iterator[pytest.Item]:
         item = ScenarioItem.from_parent(self, name=ITEM_NAME, callobj=replay_scenario, directory=self.path)
         if self.config.option.dsh_record:
+            from runtime.kernel.errors import DshError
+
+            from ._routes import missing_key
+            from ._scenario import load_scenario
+
             # skipped as a mark, so the report names the scenario rather than a line of this plugin
             try:
                 missing = missing_key(load_scenario(self.path))
@@ -172,6 +178,8 @@ class ScenarioItem(pytest.Function):
     `snapshot` fixture places its goldens beside the scenario: the item's path is the scenario's `scenario.yml`."""
 
     def __init__(self, *, directory: Path, **kwargs: Any) -> None:
+        from ._scenario import SCENARIO_FILE
+
         super().__init__(**kwargs)
         self.directory = directory
         self.path = directory / SCENARIO_FILE
@@ -187,6 +195,11 @@ class ScenarioItem(pytest.Function):
             return str(self.directory)
 
     def check(self, snapshot: Any) -> None:
+        import anyio
+
+        from ._rerun import golden_jsonl, rerun
+        from ._scenario import load_scenario
+
         try:
             scenario = in_project(load_scenario(self.directory), self.config.rootpath)
             if self.config.option.dsh_record:
@@ -220,6 +233,11 @@ class ScenarioItem(pytest.Function):
             raise GoldenMismatch("\n".join(problems[:1]) + _also(problems[1:]))
 
     def _record(self, scenario: Scenario) -> None:
+        import anyio
+
+        from ._recording import ROOT_LOG, child_logs
+        from ._rerun import record
+
         logs = anyio.run(lambda: record(scenario))
         for stale in child_logs(self.directory):
             stale.unlink()
@@ -245,6 +263,8 @@ class ScenarioItem(pytest.Function):
         self, excinfo: pytest.ExceptionInfo[BaseException]
     ) -> Any:
         """The report alone for a divergence, a golden mismatch or a dsh error; the traceback only with -vv."""
+        from runtime.kernel.errors import DshError
+
         error = excinfo.value
         if self.config.get_verbosity() < 2:
             if isinstance(error, ScenarioDiverged | GoldenMismatch):
@@ -259,6 +279,8 @@ class _GoldenSite:
     that has goldens and no scenario: the item it would have."""
 
     def __init__(self, directory: Path) -> None:
+        from ._scenario import SCENARIO_FILE
+
         self.path = directory / SCENARIO_FILE
         self.name = ITEM_NAME
         self.nodeid = f"{directory.as_posix()}::{ITEM_NAME}"
@@ -290,6 +312,10 @@ def _also(more: list[str]) -> str:
 
 def in_project(scenario: Scenario, root: Path) -> Scenario:
     """`scenario` with its `deployment` resolved relative to the scenario, then (no such file there) to `root`."""
+    import msgspec
+
+    from ._scenario import Scenario
+
     named = scenario.doc.deployment
     if named is None or scenario.directory is None or (scenario.directory / named).exists():
         return scenario
@@ -342,6 +368,11 @@ def _first_difference(golden: str, replayed: str) -> str:
 def dsh_replay(request: pytest.FixtureRequest) -> Callable[[str | Path], Rerun]:
     """`dsh_replay(path) -> Rerun`: re-run a scenario directory or JSONL log (a relative path is taken from the
     rootdir); the result holds the replayed events, tool calls, final text, view and any divergence."""
+    import anyio
+
+    from ._rerun import rerun
+    from ._scenario import load_scenario
+
     root = request.config.rootpath
 
     def run(path: str | Path) -> Rerun:
@@ -354,6 +385,10 @@ def dsh_replay(request: pytest.FixtureRequest) -> Callable[[str | Path], Rerun]:
 @pytest.fixture
 def dsh_store(tmp_path: Path) -> Iterator[SessionStore]:
     """A session store in a temporary directory, with the deterministic clock and ids replays use."""
+    from runtime.session import CountingIds, FixedClock, SessionStore
+
+    from ._rerun import CLOCK_START
+
     with SessionStore(tmp_path / "sessions.db", clock=FixedClock(CLOCK_START, 1), ids=CountingIds()) as store:
         yield store
 
@@ -366,6 +401,13 @@ def dsh_author(
     against a model written in the test (`replies`: the list `dsh record --script` reads under `replies:`), in a
     temporary directory; pass it to `dsh_replay`. `deployment` is a deployment file, a relative path taken from the
     rootdir (default: replay's own); `workspace` a directory copied as the scenario's workspace."""
+    import anyio
+    import yaml
+
+    from ._recording import ROOT_LOG
+    from ._rerun import record
+    from ._scenario import SCENARIO_FILE, load_scenario
+
     root = request.config.rootpath
 
     def author(

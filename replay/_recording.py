@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from runtime.session import SessionStore
+from runtime.session import SessionStoreProtocol
 
 from ._errors import OverrideError, ScriptError
 from ._overrides import Overrides, load_overrides
@@ -101,7 +101,7 @@ def load_recording(
 
 
 def stored_recording(
-    store: SessionStore, session_id: str, *, override: str | Path | None = None
+    store: SessionStoreProtocol, session_id: str, *, override: str | Path | None = None
 ) -> Recording:
     """The recording of a stored session and every session below it (children, grandchildren, ...)."""
     sessions = store.sessions()

@@ -31,6 +31,7 @@ from runtime.session import (
     SessionEndSeed,
     SessionInfo,
     SessionStore,
+    SessionStoreProtocol,
     StoredEvent,
     TurnEnd,
     write_jsonl,
@@ -161,7 +162,7 @@ async def _drive(
     deployment: Deployment,
     *,
     workspace: Path,
-    store: SessionStore,
+    store: SessionStoreProtocol,
     recording: Recording | None,
     order: Sequence[str] = (),
     echo: Console | None = None,
@@ -325,7 +326,9 @@ def _in_recorded_order(
     return sorted(sessions, key=key)
 
 
-def _logs(store: SessionStore, sessions: list[SessionInfo], cwd: str) -> list[tuple[SessionInfo, bytes]]:
+def _logs(
+    store: SessionStoreProtocol, sessions: list[SessionInfo], cwd: str
+) -> list[tuple[SessionInfo, bytes]]:
     return [(info, _normalise(b"".join(write_jsonl(info, store.events(info.id))), cwd)) for info in sessions]
 
 

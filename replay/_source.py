@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from runtime.jsonlines import JsonLineError, read_lines
-from runtime.session import LogFormatError, SessionStore, SpawnedBy, StoredEvent, read_jsonl
+from runtime.session import LogFormatError, SessionStoreProtocol, SpawnedBy, StoredEvent, read_jsonl
 
 __all__ = ["LogInfo", "RecordedLog", "read_log", "stored_log"]
 
@@ -101,7 +101,7 @@ def read_log(path: str | Path) -> RecordedLog:
     return RecordedLog(info, walk)
 
 
-def stored_log(store: SessionStore, session_id: str) -> RecordedLog:
+def stored_log(store: SessionStoreProtocol, session_id: str) -> RecordedLog:
     """A session of the store (a fork child's inherited prefix included, as the store reads it)."""
     stored = store.info(session_id)
     info = LogInfo(

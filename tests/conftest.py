@@ -7,6 +7,8 @@ import os
 import pytest
 from hypothesis import HealthCheck, settings
 
+pytest_plugins = ("tests.pg_server",)  # the throwaway PostgreSQL server of the store conformance tests
+
 settings.register_profile("dev", max_examples=60, deadline=None)
 settings.register_profile(
     "ci", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow], print_blob=True

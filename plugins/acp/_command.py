@@ -102,7 +102,7 @@ async def serve(host: Host, receive: ByteReceiveStream, send: ByteSendStream) ->
                 await conn.close()
 
 
-async def _serve_stdio(config: Path | None, store: Path | None, replay: Path | None) -> None:
+async def _serve_stdio(config: Path | None, store: str | None, replay: Path | None) -> None:
     with open_host(config, store, replay=replay) as host:
         receive, send = await stdio_streams()
         await serve(host, receive, send)

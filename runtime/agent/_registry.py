@@ -12,7 +12,7 @@ import anyio
 from runtime.kernel import Context, NoConfig, Plugin, ServiceKey
 from runtime.llm import LLM
 from runtime.prompt import SYSTEM_PROMPT, AssembleContext
-from runtime.session import STORE, SessionStore, SpawnedBy, open_log
+from runtime.session import STORE, SessionStoreProtocol, SpawnedBy, open_log
 from runtime.tools import TOOLS
 
 from ._agent import Agent, AgentOptions
@@ -24,7 +24,7 @@ class AgentRegistry:
     """The live agents of one host. Each agent is an async context: leaving it flushes and closes its log and
     disposes its scope (its tools and listeners)."""
 
-    def __init__(self, ctx: Context, store: SessionStore) -> None:
+    def __init__(self, ctx: Context, store: SessionStoreProtocol) -> None:
         self._ctx = ctx
         self.store = store
         self._live: dict[str, Agent] = {}
@@ -129,7 +129,7 @@ class AgentRegistry:
                 scope.dispose()
 
 
-def last_turn_end(store: SessionStore, session_id: str) -> int | None:
+def last_turn_end(store: SessionStoreProtocol, session_id: str) -> int | None:
     """The seq of the last `turn/end` of a session's log (None: no turn has completed)."""
     last = None
     for event in store.events(session_id, types=("turn/end",)):

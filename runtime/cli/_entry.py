@@ -1,5 +1,7 @@
 """`dsh`'s console-script entry point, kept free of imports: `dsh --version` answers from the package metadata
-alone, and anything else loads the typer app (`runtime.cli.app`), which loads only the command that runs."""
+alone, `dsh --help` from the command table (`_commands`) and `dsh sessions list` from the store (`_sessions_list`)
+when their output is plain text, and anything else loads the typer app (`runtime.cli.app`), which loads only the
+command that runs."""
 
 from __future__ import annotations
 
@@ -53,6 +55,18 @@ def main(argv: list[str] | None = None) -> None:
     if args == ["--version"]:
         print(f"dsh {version()}")
         return
+    if args == ["--help"]:
+        from ._commands import root_help
+
+        text = root_help()
+        if text is not None:
+            sys.stdout.write(text)
+            return
+    if args[:2] == ["sessions", "list"]:
+        from ._sessions_list import run_fast
+
+        if run_fast(args[2:]):
+            return
     from .app import main as run_app
 
     run_app(args)

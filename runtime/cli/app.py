@@ -2,15 +2,14 @@
 replay add through the `dsh.commands` entry-point group, and how a failure reaches the user (one line, or the
 traceback with `--debug`).
 
-Nothing is imported before its command runs: the root group knows each command by name and one line of help (the
-core commands' from the table below, an entry point's from its metadata) and imports the module only when the
-command is invoked, so `dsh --help` or `dsh sessions list` never pays for the ACP SDK or the agent loop."""
+Nothing is imported before its command runs: the root group knows each command by name and one line of help (from
+the command table in `_commands`: the core commands' own, an entry point's from its metadata) and imports the module
+only when the command is invoked, so a command never pays for the ACP SDK or the agent loop it does not use."""
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from difflib import get_close_matches
 from importlib import import_module
 from typing import Annotated, Any
@@ -19,52 +18,20 @@ import typer
 from typer import _click as click
 from typer.core import TyperCommand, TyperGroup
 
+from ._commands import (
+    CORE_COMMANDS,
+    ENTRY_POINT_GROUP,
+    ROOT_HELP,
+    ROOT_OPTIONS,
+    LazyCommand,
+    entry_point_commands,
+)
 from ._entry import version
 
 __all__ = ["CORE_COMMANDS", "ENTRY_POINT_GROUP", "add_entry_point_commands", "app", "loaded_command", "main"]
 
-ENTRY_POINT_GROUP = "dsh.commands"
 
-
-@dataclass(frozen=True)
-class _Lazy:
-    """A command known by name before its module is imported: `target` is "module:attribute" (a `typer.Typer`
-    becomes a command group, a function a command) and `summary` the line `dsh --help` shows for it."""
-
-    target: str
-    summary: str
-
-
-CORE_COMMANDS: dict[str, _Lazy] = {
-    "prompt": _Lazy(
-        "runtime.cli.prompt_cmd:prompt", "Print the system prompt and tool schemas a deployment would send."
-    ),
-    "run": _Lazy("runtime.cli.run_cmd:run", "Run one turn headless and stream it to the terminal."),
-    "chat": _Lazy(
-        "runtime.cli.chat_cmd:chat",
-        "Talk with the deployment's agent in the terminal, one turn per line you type.",
-    ),
-    "config": _Lazy("runtime.cli.config_cmd:config_app", "Deployment config files."),
-    "sessions": _Lazy(
-        "runtime.cli.sessions_cmd:sessions_app", "Session logs: list, show, export, import, fork."
-    ),
-}
-"""The core commands, in the order `dsh --help` lists them; a test checks each summary is its command's own."""
-
-
-def _entry_point_commands() -> dict[str, _Lazy]:
-    from importlib.metadata import entry_points  # costs more than typer: only when entry points are asked for
-
-    found: dict[str, _Lazy] = {}
-    for entry in entry_points(group=ENTRY_POINT_GROUP):
-        if entry.name not in CORE_COMMANDS and entry.name not in found:
-            found[entry.name] = _Lazy(
-                entry.value, f"A command from {entry.module}: `dsh {entry.name} --help` says what it does."
-            )
-    return found
-
-
-def _load(name: str, lazy: _Lazy) -> click.Command:
+def _load(name: str, lazy: LazyCommand) -> click.Command:
     module, _, attribute = lazy.target.partition(":")
     target: object = getattr(import_module(module), attribute)
     if isinstance(target, typer.Typer):
@@ -86,7 +53,7 @@ def loaded_command(name: str) -> click.Command | None:
     """The command `name`, its module imported (once); None for a name `dsh` does not know."""
     if name in _loaded:
         return _loaded[name]
-    lazy = CORE_COMMANDS.get(name) or _entry_point_commands().get(name)
+    lazy = CORE_COMMANDS.get(name) or entry_point_commands().get(name)
     if lazy is None:
         return None
     _loaded[name] = command = _load(name, lazy)
@@ -98,12 +65,12 @@ class _LazyGroup(TyperGroup):
     own help)."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return [*CORE_COMMANDS, *_entry_point_commands()]
+        return [*CORE_COMMANDS, *entry_point_commands()]
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in _loaded:
             return _loaded[cmd_name]
-        lazy = CORE_COMMANDS.get(cmd_name) or _entry_point_commands().get(cmd_name)
+        lazy = CORE_COMMANDS.get(cmd_name) or entry_point_commands().get(cmd_name)
         if lazy is None:
             return None
         return TyperCommand(cmd_name, help=lazy.summary, short_help=lazy.summary)
@@ -126,8 +93,7 @@ class _LazyGroup(TyperGroup):
 app = typer.Typer(
     name="dsh",
     cls=_LazyGroup,
-    help="dsh: an event-sourced agent runtime with replay testing.\n\n"
-    "Example: dsh chat --config examples/coding-agent.yml",
+    help=ROOT_HELP,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
@@ -146,12 +112,10 @@ def _show_version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    debug: Annotated[
-        bool, typer.Option("--debug", help="Print the traceback of an error instead of one line.")
-    ] = False,
+    debug: Annotated[bool, typer.Option("--debug", help=ROOT_OPTIONS["--debug"])] = False,
     show_version: Annotated[
         bool,
-        typer.Option("--version", help="Print the version and exit.", callback=_show_version, is_eager=True),
+        typer.Option("--version", help=ROOT_OPTIONS["--version"], callback=_show_version, is_eager=True),
     ] = False,
 ) -> None:
     """dsh: an event-sourced agent runtime with replay testing."""
@@ -160,7 +124,7 @@ def _root(
 
 def add_entry_point_commands() -> None:
     """Import every command now (core and `dsh.commands` entry points), e.g. to walk all their help."""
-    for name in [*CORE_COMMANDS, *_entry_point_commands()]:
+    for name in [*CORE_COMMANDS, *entry_point_commands()]:
         loaded_command(name)
 
 

@@ -36,6 +36,7 @@ from runtime.host import (
     ReplayOption,
     SessionOption,
     StoreOption,
+    default_store_path,
     open_host,
     resolve_session,
 )
@@ -43,6 +44,7 @@ from runtime.kernel import DshError
 from runtime.llm import TextBlock, UserSource
 from runtime.prompt import SYSTEM_PROMPT, render_prompt
 from runtime.session import UserMessage as UserMessageEvent
+from runtime.session import is_postgres_url
 
 from .sessions_cmd import sessions_table
 
@@ -371,7 +373,7 @@ def _help() -> Table:
 async def _chat(
     *,
     config: Path | None,
-    store: Path | None,
+    store: str | None,
     session: str | None,
     model: str | None,
     provider: str | None,
@@ -386,7 +388,11 @@ async def _chat(
         else:
             turns = _turns(host, resolve_session(host.store, session))
             intro = f"resumed: {turns} turn{'' if turns == 1 else 's'} so far"
-        chat = _Chat(host, _reader(host.store.path), out, replaying=replay is not None)
+        # a PostgreSQL store has no file to keep the line history beside: the user's default store's place is used
+        history_beside = (
+            Path(store) if store is not None and not is_postgres_url(store) else default_store_path()
+        )
+        chat = _Chat(host, _reader(history_beside), out, replaying=replay is not None)
         async with anyio.create_task_group() as group:
             await group.start(chat.interrupts.watch)
             last = await chat.run(opened, intro)

@@ -29,7 +29,7 @@ async def _run(
     prompt: str,
     *,
     config: Path | None,
-    store: Path | None,
+    store: str | None,
     session: str | None,
     model: str | None,
     provider: str | None,

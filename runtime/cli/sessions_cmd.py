@@ -1,11 +1,10 @@
-"""`dsh sessions list | show | export | import | fork`: the session store from the command line."""
+"""`dsh sessions list | show | export | import | fork | copy | tail`: the session store from the command line."""
 
 from __future__ import annotations
 
 import json
 import sys
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -16,7 +15,14 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from runtime.host import ByteProgress, StoreOption, open_store, resolve_session, terminal_stderr
+from runtime.host import (
+    ByteProgress,
+    StoreOption,
+    count_progress,
+    open_store,
+    resolve_session,
+    terminal_stderr,
+)
 from runtime.jsonlines import MAX_LINE, JsonLimits
 from runtime.kernel.errors import SessionError
 from runtime.llm import Message, ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
@@ -24,7 +30,7 @@ from runtime.session import (
     AssistantMessage,
     SessionEndSeed,
     SessionInfo,
-    SessionStore,
+    SessionStoreProtocol,
     StepEnd,
     StepStart,
     StoredEvent,
@@ -34,15 +40,23 @@ from runtime.session import (
     TurnEndReason,
     TurnStart,
     UserMessage,
+    copy_plan,
+    copy_sessions,
+    event_line,
     export_jsonl,
+    follow,
     import_jsonl,
+    own_events,
     project,
+    redact_url,
 )
+
+from ._sessions_list import COLUMNS, info_json, link, session_rows, sessions_json, when
 
 __all__ = ["sessions_app", "sessions_table"]
 
 sessions_app = typer.Typer(
-    help="Session logs: list, show, export, import, fork.\n\nExample: dsh sessions list --store sessions.db",
+    help="Session logs: list, show, export, import, fork, copy, tail.\n\nExample: dsh sessions list --store sessions.db",
     no_args_is_help=True,
 )
 
@@ -50,7 +64,7 @@ sessions_app = typer.Typer(
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 
 
-def _open(store: Path | None, session_id: str | None = None) -> SessionStore:
+def _open(store: str | None, session_id: str | None = None) -> SessionStoreProtocol:
     return open_store(store, looking_for=session_id)
 
 
@@ -58,72 +72,16 @@ def _events(count: int) -> str:
     return f"{count} event{'' if count == 1 else 's'}"
 
 
-def _when(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
-
-
-def _info_json(info: SessionInfo, length: int) -> dict[str, Any]:
-    data: dict[str, Any] = msgspec.to_builtins(info)
-    data["events"] = length
-    return data
-
-
-def _link(info: SessionInfo, *, call: bool = True) -> str:
-    """How a child hangs off its parent: a fork at its seed length, or spawned fresh; and the call that started it."""
-    how = f"fork @{info.seed_length}" if info.seed_length is not None else "spawned"
-    if call and info.spawned_by is not None:
-        by = info.spawned_by
-        how += f", by turn {by.turn} step {by.step} call {by.call_id}"
-    return how
-
-
-def _in_tree_order(sessions: list[SessionInfo]) -> list[tuple[SessionInfo, int]]:
-    """Every session with its depth in the parent/child tree: each parent (oldest first) followed by its children.
-    A child names its parent by id, or, once imported, by the id its parent had in its file (`imported_from`)."""
-    claims: dict[str, SessionInfo] = {}
-    for info in sessions:
-        claims[info.id] = info
-        if info.imported_from is not None:
-            claims.setdefault(info.imported_from, info)
-    children: dict[str, list[SessionInfo]] = {}
-    roots = []
-    for info in sessions:
-        parent = claims.get(info.parent_id) if info.parent_id is not None else None
-        if parent is None or parent.id == info.id:
-            roots.append(info)
-        else:
-            children.setdefault(parent.id, []).append(info)
-    ordered: list[tuple[SessionInfo, int]] = []
-    seen: set[str] = set()
-
-    def visit(info: SessionInfo, depth: int) -> None:
-        if info.id in seen:
-            return
-        seen.add(info.id)
-        ordered.append((info, depth))
-        for child in children.get(info.id, ()):
-            visit(child, depth + 1)
-
-    for info in roots:
-        visit(info, 0)
-    for info in sessions:  # a cycle of parents (hand-made imports) has no root; list it anyway
-        visit(info, 0)
-    return ordered
-
-
-def sessions_table(store: SessionStore, *, current: str | None = None) -> Table:
+def sessions_table(store: SessionStoreProtocol, *, current: str | None = None) -> Table:
     """The store's sessions, oldest first, each parent's forks and subagents indented under it, as a table
     (`current`, when given, is marked with `*`)."""
-    ordered = [(info, depth, store.length(info.id)) for info, depth in _in_tree_order(store.sessions())]
-    table = Table(title=f"{len(ordered)} session{'' if len(ordered) == 1 else 's'}")
-    table.add_column("id", no_wrap=True)  # ids are copied into --session: never folded
-    for column in ("created (UTC)", "events", "parent", "cwd"):
+    title, rows = session_rows(store, current=current)
+    table = Table(title=title)
+    table.add_column(COLUMNS[0], no_wrap=True)  # ids are copied into --session: never folded
+    for column in COLUMNS[1:]:
         table.add_column(column, overflow="fold")
-    for info, depth, length in ordered:
-        tree = "" if depth == 0 else "  " * (depth - 1) + "└ "
-        mark = "* " if info.id == current else ""
-        parent = "-" if info.parent_id is None else f"{info.parent_id} ({_link(info, call=False)})"
-        table.add_row(tree + mark + info.id, _when(info.created_at), str(length), parent, info.cwd or "-")
+    for row in rows:
+        table.add_row(*row)
     return table
 
 
@@ -135,8 +93,7 @@ def list_sessions(store: StoreOption = None, as_json: JsonOption = False) -> Non
     """
     with _open(store) as opened:
         if as_json:
-            rows = [(info, opened.length(info.id)) for info in opened.sessions()]
-            typer.echo(json.dumps([_info_json(info, length) for info, length in rows]))
+            typer.echo(sessions_json(opened))
             return
         Console().print(sessions_table(opened))
 
@@ -150,16 +107,16 @@ class _Node:
     children: list[_Node]
 
     def json(self) -> dict[str, Any]:
-        data = _info_json(self.info, self.length)
+        data = info_json(self.info, self.length)
         data["children"] = [child.json() for child in self.children]
         return data
 
     def label(self) -> str:
         info = self.info
-        return f"{info.id}  {_link(info)}, depth {info.delegation_depth}, {_events(self.length)}"
+        return f"{info.id}  {link(info)}, depth {info.delegation_depth}, {_events(self.length)}"
 
 
-def _child_tree(store: SessionStore, info: SessionInfo, seen: set[str] | None = None) -> list[_Node]:
+def _child_tree(store: SessionStoreProtocol, info: SessionInfo, seen: set[str] | None = None) -> list[_Node]:
     """The forks and subagents of a session, recursively (a session met twice is shown once)."""
     seen = seen if seen is not None else {info.id}
     nodes = []
@@ -284,7 +241,7 @@ def show(
             typer.echo(
                 json.dumps(
                     {
-                        "session": _info_json(info, length),
+                        "session": info_json(info, length),
                         "children": [node.json() for node in children],
                         "title": projection.title,
                         "header": None
@@ -302,7 +259,7 @@ def show(
         console = Console()
         parent = "" if info.parent_id is None else f", forked from {info.parent_id} at {info.seed_length}"
         console.print(
-            f"[bold]session {info.id}[/]: {_events(length)}, created {_when(info.created_at)} UTC{parent}"
+            f"[bold]session {info.id}[/]: {_events(length)}, created {when(info.created_at)} UTC{parent}"
         )
         if children:
             tree = Tree(f"forks and subagents of {info.id}", highlight=False)
@@ -398,3 +355,71 @@ def fork(
         typer.echo(json.dumps({"id": child.id, "seedLength": child.seed_length}))
     else:
         typer.echo(f"forked {session_id} at seq {(child.seed_length or 0) - 1} as session {child.id}")
+
+
+@sessions_app.command("copy")
+def copy(
+    source: Annotated[
+        str, typer.Argument(metavar="SRC", help="The store to copy from: a file or a postgresql:// URL.")
+    ],
+    target: Annotated[
+        str, typer.Argument(metavar="DST", help="The store to copy into: a file or a postgresql:// URL.")
+    ],
+    session_ids: Annotated[
+        list[str] | None,
+        typer.Option("--session", help="Copy only this session (and the parents it forks from); repeatable."),
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Copy sessions between two stores, keeping their ids, forks and child links (a fork stays a reference to
+    its parent, copied first). A session DST already holds is refused before anything is copied. Shows a bar of
+    the events copied on stderr, when stderr is a terminal.
+
+    Example: dsh sessions copy ~/.local/share/dsh/sessions.db postgresql://dsh@db.internal/dsh
+    """
+    with open_store(source) as src, open_store(target) as dst:
+        plan = copy_plan(src, session_ids)
+        console = terminal_stderr()
+        with count_progress(console or Console(stderr=True), disable=console is None) as bar:
+            task = bar.add_task(f"copying {len(plan)} sessions", total=own_events(src, plan))
+            copied = copy_sessions(src, dst, plan, progress=lambda done: bar.update(task, completed=done))
+    if as_json:
+        typer.echo(json.dumps({"sessions": [info.id for info in plan], "events": copied}))
+    else:
+        typer.echo(
+            f"copied {len(plan)} sessions ({copied} events) from {redact_url(source)} to {redact_url(target)}"
+        )
+
+
+@sessions_app.command("tail")
+def tail(
+    session_id: Annotated[str, typer.Argument(metavar="ID", help="The session to follow.")],
+    start: Annotated[
+        int | None,
+        typer.Option(
+            "--from", help="Start at this seq (default: the open turn's start, else the log's end)."
+        ),
+    ] = None,
+    follow_on: Annotated[
+        bool, typer.Option("--follow", help="Keep following after the turn ends, until Ctrl-C.")
+    ] = False,
+    store: StoreOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Print a session's events as another process appends them (from any host sharing the store), until the
+    turn ends or Ctrl-C. `--json` prints each event as a JSONL line of the log format.
+
+    Example: dsh sessions tail 01J5Z3... --store postgresql://dsh@db.internal/dsh
+    """
+    console = Console()
+    with _open(store, session_id) as opened:
+        session_id = resolve_session(opened, session_id)
+        try:
+            for event in follow(opened, session_id, start=start, until_turn_end=not follow_on):
+                if as_json:
+                    sys.stdout.buffer.write(event_line(event) + b"\n")
+                    sys.stdout.buffer.flush()
+                else:
+                    _render(console, event, {})
+        except KeyboardInterrupt:  # Ctrl-C is how a user stops following: end quietly, as `tail -f` does
+            raise typer.Exit(130) from None

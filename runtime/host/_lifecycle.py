@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 
 from runtime.kernel import ConfigError, Context, Deployment, ServiceKey, load_deployment, load_deployment_into
-from runtime.session import STORE, SessionStore
+from runtime.session import STORE, SessionStoreProtocol
 
 from ._stores import open_store, resolve_session
 from ._view import TerminalView
@@ -48,7 +48,7 @@ class Host:
 
     ctx: Context
     deployment: Deployment
-    store: SessionStore
+    store: SessionStoreProtocol
 
     def options(
         self, *, model: str | None = None, provider: str | None = None, cwd: Path | None = None
@@ -86,7 +86,7 @@ class Host:
 
 
 @contextmanager
-def hosted(deployment: Deployment, store: SessionStore) -> Iterator[Host]:
+def hosted(deployment: Deployment, store: SessionStoreProtocol) -> Iterator[Host]:
     """Host `deployment` over `store`: a fresh root context providing the store, every plugin loaded in order;
     on exit the plugins are unloaded in reverse and the context disposed. The store stays the caller's."""
     ctx = Context()
@@ -146,7 +146,7 @@ def replayed(deployment: Deployment | None, log: Path, *, provider: str | None =
 @contextmanager
 def open_host(
     config: Path | None,
-    store: Path | None,
+    store: str | Path | None,
     *,
     replay: Path | None = None,
     session: str | None = None,

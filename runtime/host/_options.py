@@ -19,8 +19,14 @@ __all__ = [
 ]
 
 StoreOption = Annotated[
-    Path | None,
-    typer.Option("--store", help="The session store file \\[default: $XDG_DATA_HOME/dsh/sessions.db]."),
+    str | None,
+    typer.Option(
+        "--store",
+        envvar="DSH_STORE",
+        show_envvar=False,
+        help="The session store: a SQLite file or a postgresql:// URL (also $DSH_STORE) "
+        "\\[default: $XDG_DATA_HOME/dsh/sessions.db].",
+    ),
 ]
 ConfigOption = Annotated[
     Path | None, typer.Option("--config", help="The deployment YAML file \\[default: $DSH_CONFIG].")

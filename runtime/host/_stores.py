@@ -1,5 +1,5 @@
 """Which session store a front end opens: `--store PATH` (a new file in an existing directory, or an existing dsh
-store) or the user's default (`$XDG_DATA_HOME/dsh/sessions.db`, its directories made on demand), checked before
+store), `--store postgresql://...` (a PostgreSQL database, `runtime.session.open_store`) or the user's default (`$XDG_DATA_HOME/dsh/sessions.db`, its directories made on demand), checked before
 SQLite touches it, so a typo never creates directories or an empty database and a foreign file is a clear error."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ import sqlite3
 from pathlib import Path
 
 from runtime.kernel.errors import SessionError
-from runtime.session import SessionNotFoundError, SessionStore
+from runtime.session import SessionNotFoundError, SessionStore, SessionStoreProtocol, is_postgres_url
+from runtime.session import open_store as open_store_at
 
 __all__ = ["check_store_path", "default_store_path", "open_store", "resolve_session", "scratch_store"]
 
@@ -57,13 +58,15 @@ def check_store_path(path: Path) -> None:
         )
 
 
-def open_store(store: Path | None, *, looking_for: str | None = None) -> SessionStore:
-    """The session store `--store` names (checked by `check_store_path`), else the user's default one. Looking for
-    a session (`looking_for`, its id) in a store that does not exist yet is `SessionNotFoundError`, and creates
-    nothing."""
-    path = default_store_path() if store is None else store
+def open_store(store: str | Path | None, *, looking_for: str | None = None) -> SessionStoreProtocol:
+    """The session store `--store` names (a URL opens PostgreSQL; a path is checked by `check_store_path`), else
+    the user's default one. Looking for a session (`looking_for`, its id) in a store file that does not exist yet is
+    `SessionNotFoundError`, and creates nothing."""
+    if store is not None and is_postgres_url(store):
+        return open_store_at(store)
+    path = default_store_path() if store is None else Path(store)
     if store is not None:
-        check_store_path(store)
+        check_store_path(path)
     if looking_for is not None and not path.exists():
         raise SessionNotFoundError(looking_for, store=f"{path} (no store there yet)")
     return SessionStore(path)
@@ -75,7 +78,7 @@ def scratch_store(directory: Path) -> SessionStore:
     return SessionStore(directory / "sessions.db")
 
 
-def resolve_session(store: SessionStore, given: str) -> str:
+def resolve_session(store: SessionStoreProtocol, given: str) -> str:
     """The id of the session `given` names: its whole id, or (as git allows) a prefix that starts exactly one
     session's id. No match is `SessionNotFoundError`; several are an error listing them."""
     try:
@@ -90,6 +93,6 @@ def resolve_session(store: SessionStore, given: str) -> str:
             raise
     shown = ", ".join(matches[:5]) + (", ..." if len(matches) > 5 else "")
     raise SessionError(
-        f'session id prefix "{given}" is ambiguous in {store.path}: {len(matches)} sessions start with it ({shown}); '
+        f'session id prefix "{given}" is ambiguous in {store.location}: {len(matches)} sessions start with it ({shown}); '
         "type more of the id"
     )

@@ -17,6 +17,7 @@ __all__ = [
     "SessionExistsError",
     "SessionInUseError",
     "SessionNotFoundError",
+    "StoreConnectError",
     "StoreSchemaError",
     "UnsupportedVersionError",
 ]
@@ -152,7 +153,7 @@ class LogGapError(SessionError):
         where = "the log starts at" if after < 0 else f"seq {after} is followed by"
         super().__init__(
             f'session "{session_id}" has a gap in its log: {where} seq {next} ({missing} missing); dsh writes '
-            "seqs contiguous from 0, so the store was changed by another SQLite client"
+            "seqs contiguous from 0, so another client of the store wrote or removed events"
         )
         self.session_id = session_id
         self.after = after
@@ -171,3 +172,14 @@ class LeaseLostError(SessionError):
             "events (open the session again to continue it)"
         )
         self.session_id = session_id
+
+
+class StoreConnectError(SessionError, ConnectionError):
+    """A store's database cannot be reached; `location` is printable (a URL without its password)."""
+
+    code = "STORE_CONNECT"
+
+    def __init__(self, location: str, reason: str) -> None:
+        super().__init__(f"cannot open the session store {location}: {reason}")
+        self.location = location
+        self.reason = reason

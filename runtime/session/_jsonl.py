@@ -24,8 +24,9 @@ from ._events import (
     SurfaceOp,
     encode_data,
 )
+from ._protocol import SessionStoreProtocol
 from ._rules import LogState
-from ._store import SessionInfo, SessionStore, SpawnedBy
+from ._store import SessionInfo, SpawnedBy
 
 __all__ = [
     "ParsedHeader",
@@ -423,7 +424,7 @@ def _lines(path: Path, progress: Callable[[int], None] | None, max_line: int) ->
 
 
 def import_jsonl(
-    store: SessionStore,
+    store: SessionStoreProtocol,
     path: str | Path,
     *,
     progress: Callable[[int], None] | None = None,
@@ -458,7 +459,7 @@ def import_jsonl(
     return store.import_session(info, events)
 
 
-def export_jsonl(store: SessionStore, session_id: str, out: BinaryIO, *, pack: bool = True) -> int:
+def export_jsonl(store: SessionStoreProtocol, session_id: str, out: BinaryIO, *, pack: bool = True) -> int:
     """Write the session's full log (fork prefix materialised) to `out`; returns the number of events."""
     info = store.info(session_id)
     count = 0

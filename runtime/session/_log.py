@@ -1,28 +1,29 @@
 """`SessionLog`: appending to one session with group commit. `append` checks the event, assigns its seq and returns
-at once; a writer task commits whatever is pending in one `BEGIN IMMEDIATE` transaction off the event loop;
+at once; a writer task commits whatever is pending in one transaction off the event loop;
 `await flush()` returns once everything appended so far is durable. The log holds its session's lease while it is
 open (renewed in the background, checked in every commit), so no other process writes or repairs it meanwhile."""
 
 from __future__ import annotations
 
-import sqlite3
 import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import anyio
 import anyio.to_thread
 
 from ._errors import SessionBusyError
 from ._events import Event, StoredEvent
+from ._protocol import SessionStoreProtocol
 from ._repair import load_state, resume
 from ._rules import LogState
-from ._store import EventRow, Lease, SessionInfo, SessionStore, event_row
+from ._store import EventRow, Lease, SessionInfo, event_row
 
 __all__ = ["SessionLog", "open_log"]
 
 # the sessions each store has an open log for, in this process (one writer per session)
-_WRITERS: weakref.WeakKeyDictionary[SessionStore, set[str]] = weakref.WeakKeyDictionary()
+_WRITERS: weakref.WeakKeyDictionary[SessionStoreProtocol, set[str]] = weakref.WeakKeyDictionary()
 
 
 class SessionLog:
@@ -33,10 +34,10 @@ class SessionLog:
 
     def __init__(
         self,
-        store: SessionStore,
+        store: SessionStoreProtocol,
         info: SessionInfo,
         state: LogState,
-        conn: sqlite3.Connection,
+        conn: Any,  # the connection `store.connect()` made: the store takes back its own
         lease: Lease | None = None,
     ) -> None:
         self.store = store
@@ -84,7 +85,8 @@ class SessionLog:
         stored = StoredEvent.from_event(event, seq=state.next_seq, time=self.clock.now_ms(), data=written)
         state.feed(stored, data=event.data)
         self._pending.append(event_row(self.info.id, stored))
-        self._wake.set()
+        if not self._wake.is_set():  # one wake-up per batch: setting it again costs a call per chunk
+            self._wake.set()
         return stored
 
     async def flush(self) -> None:
@@ -158,7 +160,9 @@ class SessionLog:
 
 
 @asynccontextmanager
-async def open_log(store: SessionStore, session_id: str, *, repair: bool = True) -> AsyncIterator[SessionLog]:
+async def open_log(
+    store: SessionStoreProtocol, session_id: str, *, repair: bool = True
+) -> AsyncIterator[SessionLog]:
     """Run a group-commit writer for `session_id` while the block runs; everything appended is flushed on exit.
 
     With `repair` (the default) the log is resumed first: an open last turn is closed and `session/end-seed` marks

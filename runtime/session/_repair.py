@@ -21,8 +21,9 @@ from ._events import (
     TurnEndReason,
     encode_data,
 )
+from ._protocol import SessionStoreProtocol
 from ._rules import LogState, OpenToolCall
-from ._store import Lease, SessionStore
+from ._store import Lease
 
 __all__ = ["NOT_STARTED_TEXT", "OUTCOME_UNKNOWN_TEXT", "closers", "load_state", "resume"]
 
@@ -106,7 +107,7 @@ def closers(state: LogState) -> list[Event]:
     return events
 
 
-def load_state(store: SessionStore, session_id: str) -> LogState:
+def load_state(store: SessionStoreProtocol, session_id: str) -> LogState:
     """The rule state of a stored log, read without its chunks (they change no state that repair needs)."""
     state = LogState()
     for event in store.events(session_id, skip_types=("assistant/chunk",)):
@@ -118,7 +119,7 @@ def load_state(store: SessionStore, session_id: str) -> LogState:
 
 
 def resume(
-    store: SessionStore, session_id: str, *, lease: Lease | None = None
+    store: SessionStoreProtocol, session_id: str, *, lease: Lease | None = None
 ) -> tuple[LogState, list[StoredEvent]]:
     """Repair the log if its last turn is open, then append `session/end-seed` unless the log already ends with one.
     The appended events take the last event's time. Returns the state after them and the events appended.

@@ -7,7 +7,6 @@ then never draw from one another's sequence, so their times and ids do not depen
 from __future__ import annotations
 
 import time
-import uuid
 from typing import NewType, Protocol
 
 __all__ = ["Clock", "CountingIds", "FixedClock", "IdMinter", "SessionId", "SystemClock", "UuidIds"]
@@ -57,9 +56,13 @@ class UuidIds:
     """Random UUID4 ids, one minter for every session."""
 
     def new_session_id(self) -> SessionId:
+        import uuid  # on first use: uuid imports platform, which a command that only reads never needs
+
         return SessionId(str(uuid.uuid4()))
 
     def new_id(self, kind: str) -> str:
+        import uuid
+
         return str(uuid.uuid4())
 
     def for_session(self, session_id: str, *, start: int) -> UuidIds:

@@ -10,39 +10,43 @@ A lease row per session gives it one writer across processes.
 from __future__ import annotations
 
 import os
-import secrets
-import socket
 import sqlite3
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
-import sqlite_utils
 
-from runtime.kernel import ServiceKey
-
+from ._base import (
+    Lease,
+    SessionInfo,
+    SpawnedBy,
+    StoreBase,
+    lease_of,
+    log_length,
+    new_lease,
+    segments,
+    session_row,
+)
 from ._errors import (
-    InvalidBoundaryError,
     LeaseLostError,
     LogGapError,
-    OpenTurnError,
     SessionExistsError,
-    SessionInUseError,
     SessionNotFoundError,
     StoreSchemaError,
 )
 from ._events import Replace, StoredEvent, SurfaceOp
-from ._services import Clock, IdMinter, SessionId, SystemClock, UuidIds
+from ._services import Clock, IdMinter, SessionId
+
+if TYPE_CHECKING:  # sqlite_utils is imported only to create or migrate a schema: reading needs sqlite3 alone
+    import sqlite_utils
 
 __all__ = [
     "LEASE_TTL_MS",
     "SCHEMA_VERSION",
-    "STORE",
     "EventRow",
     "Lease",
     "SessionInfo",
@@ -56,35 +60,19 @@ LEASE_TTL_MS = 30_000
 _BATCH = 2_000
 
 
-class SpawnedBy(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
-    """The tool call of the parent that spawned a child session."""
-
-    turn: int
-    step: int
-    call_id: str
-
-
-class SessionInfo(msgspec.Struct, frozen=True, kw_only=True):
-    """One row of `sessions`. `inherits`: events [0, seed_length) are read from `parent_id` by reference."""
-
-    id: SessionId
-    created_at: int
-    cwd: str | None = None
-    parent_id: str | None = None
-    seed_length: int | None = None
-    inherits: bool = False
-    delegation_depth: int = 0
-    spawned_by: SpawnedBy | None = None
-    imported_from: str | None = None
-    header_extra: str | None = None
-
-
 EventRow = tuple[str, int, str, int, str, str | None, str | None, int | None, str | None]
 _INSERT = (
     "INSERT INTO events (session_id, seq, type, time, data, surface_op, source_event_seqs, ignorable, extra) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 _COLUMNS = "seq, type, time, data, surface_op, source_event_seqs, ignorable, extra"
+# What a read selects: the envelope's four optional columns folded into one, NULL on most rows (every chunk).
+# SQLite hands each selected column to Python on its own, and four NULL columns cost a quarter of a full read.
+_READ_COLUMNS = (
+    "seq, type, time, data, CASE WHEN surface_op IS NULL AND source_event_seqs IS NULL AND ignorable IS NULL "
+    "AND extra IS NULL THEN NULL ELSE json_array(surface_op, source_event_seqs, ignorable, extra) END"
+)
+_ENVELOPE = msgspec.json.Decoder(tuple[str | None, str | None, int | None, str | None])
 _SESSION_COLUMNS = "id, created_at, cwd, parent_id, seed_length, inherits, delegation_depth, spawned_by, imported_from, header_extra"
 _SEQS = msgspec.json.Decoder(tuple[int, ...])
 _REPLACE = msgspec.json.Decoder(Replace)
@@ -132,6 +120,14 @@ def _event(row: tuple[Any, ...]) -> StoredEvent:
         ignorable=None if ignorable is None else bool(ignorable),
         extra=extra,
     )
+
+
+def _read_event(row: tuple[Any, ...]) -> StoredEvent:
+    """The event of a row read with `_READ_COLUMNS`."""
+    seq, kind, time, data, envelope = row
+    if envelope is None:
+        return StoredEvent(type=kind, seq=seq, time=time, data=data)
+    return _event((seq, kind, time, data, *_ENVELOPE.decode(envelope)))
 
 
 def _info(row: tuple[Any, ...]) -> SessionInfo:
@@ -245,23 +241,6 @@ def _migrate_2(db: sqlite_utils.Database) -> None:
 _MIGRATIONS: tuple[Callable[[sqlite_utils.Database], None], ...] = (_migrate_1, _migrate_2)
 
 
-class Lease(msgspec.Struct, frozen=True, kw_only=True):
-    """A process's hold on one session: who (pid on host), since and until when (ms since the epoch, wall clock),
-    and the token that tells its holder's writes from any other's."""
-
-    session_id: str
-    pid: int
-    host: str
-    since: int
-    expires: int
-    token: str
-
-    def in_use(self) -> SessionInUseError:
-        """The refusal of a process that finds this lease held."""
-        since = datetime.fromtimestamp(self.since / 1000, tz=UTC)
-        return SessionInUseError(self.session_id, pid=self.pid, host=self.host, since=since)
-
-
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -276,7 +255,7 @@ def _wall_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-class SessionStore:
+class SessionStore(StoreBase):
     """Sessions and their events in one SQLite file; safe for several processes writing different sessions."""
 
     def __init__(
@@ -290,17 +269,16 @@ class SessionStore:
         lease_ttl_ms: int = LEASE_TTL_MS,
         wall_ms: Callable[[], int] = _wall_ms,
     ) -> None:
+        super().__init__(clock=clock, ids=ids, lease_ttl_ms=lease_ttl_ms)
         self.path = Path(path)
-        self.lease_ttl_ms = lease_ttl_ms
         self._wall_ms = wall_ms  # leases only: the log's times come from `clock`
-        self.clock: Clock = clock or SystemClock()
-        self.ids: IdMinter = ids or UuidIds()
         self._synchronous = synchronous
         self._busy_timeout_ms = busy_timeout_ms
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
         self._conn = self.connect()
-        self.db = sqlite_utils.Database(self._conn)
+        self._conn.execute("PRAGMA recursive_triggers = ON")  # as sqlite_utils.Database sets it, built or not
+        self._db: sqlite_utils.Database | None = None
         try:
             self._migrate()
         except BaseException:
@@ -308,6 +286,15 @@ class SessionStore:
             raise
 
     # ------------------------------------------------------------ connections and transactions
+
+    @property
+    def db(self) -> sqlite_utils.Database:
+        """The store's connection as a `sqlite_utils.Database` (what schema migrations are written against)."""
+        if self._db is None:
+            import sqlite_utils
+
+            self._db = sqlite_utils.Database(self._conn)
+        return self._db
 
     def connect(self) -> sqlite3.Connection:
         """A new connection to the store's file, configured like every other (used by log writers)."""
@@ -319,15 +306,14 @@ class SessionStore:
         conn.execute(f"PRAGMA synchronous = {self._synchronous}")
         return conn
 
+    @property
+    def location(self) -> str:
+        """The store's file, printable."""
+        return str(self.path)
+
     def close(self) -> None:
         with self._lock:
             self._conn.close()
-
-    def __enter__(self) -> SessionStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     @contextmanager
     def _write(self, conn: sqlite3.Connection | None = None) -> Iterator[sqlite3.Connection]:
@@ -349,9 +335,10 @@ class SessionStore:
                     f"{self.path} has schema version {version}, newer than this dsh reads ({SCHEMA_VERSION}); "
                     "upgrade dsh"
                 )
-            for number in range(version, SCHEMA_VERSION):
+            for number in range(version, SCHEMA_VERSION):  # self.db (sqlite_utils) is built only here
                 _MIGRATIONS[number](self.db)
-            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            if version != SCHEMA_VERSION:  # an up-to-date store is not written to (a synced commit)
+                conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     def schema_version(self) -> int:
         with self._lock:
@@ -359,59 +346,21 @@ class SessionStore:
 
     # ------------------------------------------------------------ sessions
 
-    def create(
-        self,
-        *,
-        cwd: str | None = None,
-        parent_id: str | None = None,
-        delegation_depth: int = 0,
-        spawned_by: SpawnedBy | None = None,
-        session_id: SessionId | None = None,
-    ) -> SessionInfo:
-        """A new, empty session. A child's id and `createdAt` come from its parent's view of the clock and ids."""
-        ids = self.ids if parent_id is None else self.session_ids(parent_id)
-        clock = self.clock if parent_id is None else self.session_clock(parent_id)
-        info = SessionInfo(
-            id=session_id or ids.new_session_id(),
-            created_at=clock.now_ms(),
-            cwd=cwd,
-            parent_id=parent_id,
-            delegation_depth=delegation_depth,
-            spawned_by=spawned_by,
-        )
+    def _has_session(self, session_id: str) -> bool:
+        with self._lock:
+            return bool(_first(self._conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,))))
+
+    def _add_session(self, info: SessionInfo) -> None:
         with self._write() as conn:
             self._insert_session(conn, info)
-        return info
 
     def _insert_session(self, conn: sqlite3.Connection, info: SessionInfo) -> None:
         if _first(conn.execute("SELECT 1 FROM sessions WHERE id = ?", (info.id,))):
             raise SessionExistsError(info.id)
         conn.execute(
             f"INSERT INTO sessions ({_SESSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                info.id,
-                info.created_at,
-                info.cwd,
-                info.parent_id,
-                info.seed_length,
-                int(info.inherits),
-                info.delegation_depth,
-                None if info.spawned_by is None else msgspec.json.encode(info.spawned_by).decode(),
-                info.imported_from,
-                info.header_extra,
-            ),
+            session_row(info),
         )
-
-    def session_clock(self, session_id: str) -> Clock:
-        """The clock `session_id` reads (`Clock.for_session`): its events' times and its children's `createdAt`."""
-        info = self.info(session_id)
-        last = self.last_event(session_id)
-        after = info.created_at if last is None else max(info.created_at, last.time)
-        return self.clock.for_session(session_id, after=after)
-
-    def session_ids(self, session_id: str) -> IdMinter:
-        """The minter `session_id` draws from (`IdMinter.for_session`): its records' ids and its children's."""
-        return self.ids.for_session(session_id, start=self.length(session_id))
 
     def info(self, session_id: str) -> SessionInfo:
         with self._lock:
@@ -450,26 +399,20 @@ class SessionStore:
             top = _first(
                 self._conn.execute("SELECT max(seq) FROM events WHERE session_id = ?", (session_id,))
             )[0]
-        own = 0 if top is None else top + 1
-        return max(own, info.seed_length or 0) if info.inherits else own
+        return log_length(info.inherits, info.seed_length, top)
 
     # ------------------------------------------------------------ reading
 
     def _segments(self, session_id: str, stop: int | None) -> list[tuple[str, int, int | None]]:
-        """(session, from seq, to seq exclusive) pieces of the full log, oldest first."""
-        segments: list[tuple[str, int, int | None]] = []
-        current, upper = session_id, stop
-        while True:
+        return segments(self._chain(session_id), stop)
+
+    def _chain(self, session_id: str) -> Iterator[tuple[str, str | None, int | None, bool]]:
+        """The session and the parents its log inherits from, nearest first, each read when `segments` asks."""
+        current: str | None = session_id
+        while current is not None:
             info = self.info(current)
-            seed = info.seed_length or 0
-            if not info.inherits or info.parent_id is None:
-                segments.append((current, 0, upper))
-                break
-            segments.append((current, seed, upper))
-            upper = seed if upper is None else min(seed, upper)
-            current = info.parent_id
-        segments.reverse()
-        return segments
+            yield current, info.parent_id, info.seed_length, info.inherits
+            current = info.parent_id if info.inherits else None
 
     def events(
         self,
@@ -499,11 +442,11 @@ class SessionStore:
             bound = "" if high is None else " AND seq < ?"
             bound_params: list[object] = [] if high is None else [high]
             self._check_contiguous(session_id, owner, low, high)
-            query = f"SELECT {_COLUMNS} FROM events WHERE session_id = ? AND seq >= ?{bound}{filters} ORDER BY seq LIMIT ?"
+            query = f"SELECT {_READ_COLUMNS} FROM events WHERE session_id = ? AND seq >= ?{bound}{filters} ORDER BY seq LIMIT ?"
             while True:
                 with self._lock:
                     page = self._conn.execute(query, [owner, low, *bound_params, *params, _BATCH]).fetchall()
-                yield from map(_event, page)
+                yield from map(_read_event, page)
                 if len(page) < _BATCH:
                     break
                 low = page[-1][0] + 1
@@ -555,12 +498,6 @@ class SessionStore:
             )[0]
         raise LogGapError(session_id, after=after, next=following)
 
-    def last_event(self, session_id: str) -> StoredEvent | None:
-        length = self.length(session_id)
-        if length == 0:
-            return None
-        return next(self.events(session_id, start=length - 1), None)
-
     # ------------------------------------------------------------ writing
 
     def append_events(
@@ -595,6 +532,28 @@ class SessionStore:
             raise
         conn.execute("COMMIT")
 
+    def wait_for_events(self, session_id: str, length: int, timeout: float) -> None:
+        """Poll the WAL file (and the database file) until either changes, or `timeout` seconds pass."""
+        files = (self.path, self.path.with_name(self.path.name + "-wal"))
+
+        def marks() -> tuple[tuple[int, int], ...]:
+            stats = []
+            for file in files:
+                try:
+                    stat = file.stat()
+                except FileNotFoundError:  # no WAL file between checkpoints: its absence is a mark too
+                    stats.append((-1, -1))
+                else:
+                    stats.append((stat.st_mtime_ns, stat.st_size))
+            return tuple(stats)
+
+        before = marks()
+        if self.length(session_id) > length:
+            return
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and marks() == before:
+            time.sleep(0.02)
+
     def import_session(self, info: SessionInfo, events: Iterable[StoredEvent]) -> SessionInfo:
         """Create a session and insert its events in one transaction; if `events` raises, nothing is kept."""
         with self._write() as conn:
@@ -623,23 +582,13 @@ class SessionStore:
                 (session_id,),
             )
         )
-        if row is None:
-            return None
-        pid, host, since, expires, token = row
-        return Lease(session_id=session_id, pid=pid, host=host, since=since, expires=expires, token=token)
+        return None if row is None else lease_of(session_id, row)
 
     def acquire_lease(self, session_id: str) -> Lease:
         """Take the lease on `session_id` for this process, or raise `SessionInUseError` naming its holder. A held
         lease is taken over only when its holder is provably gone: its pid is dead on this host, or it expired."""
         now = self._wall_ms()
-        mine = Lease(
-            session_id=session_id,
-            pid=os.getpid(),
-            host=socket.gethostname(),
-            since=now,
-            expires=now + self.lease_ttl_ms,
-            token=secrets.token_hex(16),
-        )
+        mine = new_lease(session_id, now=now, ttl_ms=self.lease_ttl_ms)
         with self._write() as conn:
             held = self._holder(conn, session_id)
             if held is not None:
@@ -677,66 +626,15 @@ class SessionStore:
         if held.token != lease.token:  # taken over: this process stalled past its lease's expiry
             raise held.in_use()
 
-    # ------------------------------------------------------------ fork
+    # ------------------------------------------------------------ fork (the checks are `StoreBase.fork`'s)
 
-    def fork(
-        self,
-        session_id: str,
-        at: int | None = None,
-        *,
-        child_id: SessionId | None = None,
-        delegation_depth: int | None = None,
-        spawned_by: SpawnedBy | None = None,
-    ) -> SessionInfo:
-        """A child session whose log starts with the parent's events 0..`at` (inclusive, default: all), by
-        reference: no event is copied. Its own events continue at seq `at + 1` (its `seed_length`).
-
-        A plain fork keeps the parent's delegation depth. A delegated fork (a subagent) passes its own depth
-        (the parent's + 1) and `spawned_by`, the parent's tool call that started it."""
-        if child_id is not None:
-            with self._lock:
-                if _first(self._conn.execute("SELECT 1 FROM sessions WHERE id = ?", (child_id,))):
-                    raise SessionExistsError(child_id)
-        parent = self.info(session_id)
-        length = self.length(session_id)
-        boundary = length - 1 if at is None else at
-        if at is not None and not 0 <= at < length:
-            raise InvalidBoundaryError(session_id, at, length)
-        if boundary >= 0:
-            opened = self._open_turn_at(session_id, boundary)
-            if opened is not None:
-                raise OpenTurnError(session_id, boundary, opened)
-        child = SessionInfo(
-            id=child_id or self.session_ids(parent.id).new_session_id(),
-            created_at=self.session_clock(parent.id).now_ms(),
-            cwd=parent.cwd,
-            parent_id=parent.id,
-            seed_length=boundary + 1,
-            inherits=True,
-            delegation_depth=parent.delegation_depth if delegation_depth is None else delegation_depth,
-            spawned_by=spawned_by,
-        )
-        with self._write() as conn:
-            self._insert_session(conn, child)
-        return child
-
-    def _open_turn_at(self, session_id: str, boundary: int) -> int | None:
-        """The seq of the `turn/start` the prefix 0..boundary ends inside, or None."""
-        for owner, low, high in reversed(self._segments(session_id, boundary + 1)):
-            with self._lock:
-                row = _first(
-                    self._conn.execute(
-                        "SELECT seq, type FROM events WHERE session_id = ? AND seq >= ? AND seq < ? "
-                        "AND type IN ('turn/start', 'turn/end') ORDER BY seq DESC LIMIT 1",
-                        (owner, low, boundary + 1 if high is None else high),
-                    )
+    def _last_turn_bound(self, owner: str, low: int, high: int) -> tuple[int, str] | None:
+        with self._lock:
+            row = _first(
+                self._conn.execute(
+                    "SELECT seq, type FROM events WHERE session_id = ? AND seq >= ? AND seq < ? "
+                    "AND type IN ('turn/start', 'turn/end') ORDER BY seq DESC LIMIT 1",
+                    (owner, low, high),
                 )
-            if row is not None:
-                return int(row[0]) if row[1] == "turn/start" else None
-        return None
-
-
-STORE = ServiceKey[SessionStore]("session-store")
-"""The store agents log to. The host (the `dsh` command, a test, an embedding application) provides it on the root
-context before loading a deployment: where sessions live, and the clock and ids they are stamped with, are the
-host's choice, not a deployment's."""
+            )
+        return None if row is None else (int(row[0]), str(row[1]))

@@ -478,3 +478,21 @@ def test_the_original_recordings_are_collected_by_the_plugin_and_pass(
     result.assert_outcomes(passed=len(list((FIXTURES / "harness").glob("*/scenario.yml"))))
     result.stdout.fnmatch_lines(["*snapshots passed*"])
     assert "unused" not in result.stdout.str()
+
+
+def test_the_plugin_imports_nothing_heavy_until_a_project_opts_in(tmp_path: Path) -> None:
+    # every pytest run where dsh is installed loads the plugin: a project that names no scenario root (here an empty
+    # one) pays for pytest, not for replaying scenarios (anyio is left out: its own pytest plugin imports it)
+    code = (
+        "import sys\nimport pytest\n"
+        "code = pytest.main(['-q', '-p', 'no:cacheprovider', '-p', 'no:randomly', '-p', 'no:xdist'])\n"
+        "heavy = ('msgspec', 'yaml', 'sqlite_utils', 'runtime.session', 'runtime.kernel.config', "
+        "'replay._rerun', 'replay._scenario', 'replay._cli')\n"
+        "assert 'replay._pytest_plugin' in sys.modules\n"
+        "print(sorted(m for m in sys.modules if m.startswith(heavy)))\n"
+    )
+    (tmp_path / "test_nothing.py").write_text("def test_nothing() -> None:\n    pass\n", encoding="utf-8")
+    ran = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True, timeout=120
+    )
+    assert ran.stdout.strip().splitlines()[-1] == "[]"

@@ -14,7 +14,7 @@ import msgspec
 from plugins import compaction
 from runtime.kernel import Context
 from runtime.llm import LlmRequest, StreamChunk, TokenUsage, UsageChunk
-from runtime.session import STORE, SessionStore
+from runtime.session import STORE, SessionStoreProtocol
 from runtime.tools import Tool, ToolContext, ToolResult
 from tests.runtime.agent.harness import ScriptedAdapter, Step, host
 
@@ -103,7 +103,7 @@ def compaction_host(
         yield ctx
 
 
-def data(store: SessionStore, session_id: str, event_type: str) -> list[dict[str, Any]]:
+def data(store: SessionStoreProtocol, session_id: str, event_type: str) -> list[dict[str, Any]]:
     """The data of every `event_type` event of a session, decoded."""
     return [msgspec.json.decode(e.data) for e in store.events(session_id, types=(event_type,))]
 

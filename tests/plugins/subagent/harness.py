@@ -13,7 +13,7 @@ import msgspec
 from plugins import subagent, tool_subagent
 from runtime.kernel import Context
 from runtime.llm import LlmRequest
-from runtime.session import SessionStore, SpawnedBy
+from runtime.session import SessionStore, SessionStoreProtocol, SpawnedBy
 from runtime.tools import Tool
 from tests.runtime.agent.harness import ScriptedAdapter, host
 
@@ -40,7 +40,7 @@ def subagent_host(
         yield ctx
 
 
-def by_spawning_call(store: SessionStore) -> Callable[[LlmRequest], str]:
+def by_spawning_call(store: SessionStoreProtocol) -> Callable[[LlmRequest], str]:
     """A ScriptedAdapter key: a child's calls are scripted by the id of the tool call that spawned it; a
     top-level session's by `parent`."""
 
@@ -52,8 +52,9 @@ def by_spawning_call(store: SessionStore) -> Callable[[LlmRequest], str]:
     return key
 
 
-def event_rows(store: SessionStore, session_id: str | None = None) -> int:
+def event_rows(store: SessionStoreProtocol, session_id: str | None = None) -> int:
     """Rows of the events table (of one session, or all): what a fork must not copy."""
+    assert isinstance(store, SessionStore)  # these tests run on the SQLite store
     conn = store.connect()
     try:
         if session_id is None:
@@ -65,7 +66,7 @@ def event_rows(store: SessionStore, session_id: str | None = None) -> int:
         conn.close()
 
 
-def data_of(store: SessionStore, session_id: str, kind: str) -> list[Any]:
+def data_of(store: SessionStoreProtocol, session_id: str, kind: str) -> list[Any]:
     """The decoded data of every `kind` event of a session's full log."""
     return [msgspec.json.decode(e.data) for e in store.events(session_id, types=(kind,))]
 

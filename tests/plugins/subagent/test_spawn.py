@@ -13,7 +13,7 @@ import pytest
 from plugins.subagent import DELEGATION_CONTEXT
 from runtime.agent import AGENTS, EVENT, AgentEvent
 from runtime.llm import LlmRequest, StreamChunk, TextBlock, UserMessage
-from runtime.session import STORE, SessionStore
+from runtime.session import STORE, SessionStoreProtocol
 from tests.runtime.agent.harness import OPTIONS, ScriptedAdapter, calls, event_types, failure, text
 
 from .harness import by_spawning_call, data_of, spawned, subagent_host
@@ -27,7 +27,7 @@ def delegate(
     return (call_id, tool, json.dumps({"description": label, "prompt": prompt}))
 
 
-def result_texts(store: SessionStore, session_id: str) -> list[tuple[str, bool]]:
+def result_texts(store: SessionStoreProtocol, session_id: str) -> list[tuple[str, bool]]:
     out = []
     for data in data_of(store, session_id, "tool/result"):
         block = data["message"]["content"][0]

@@ -20,7 +20,7 @@ from plugins.subagent import SUBAGENTS, SubagentProvider, SubagentRequest
 from plugins.subagent_acp import AcpConfig, AcpRun, acp_provider
 from runtime.agent import AGENTS, AgentOptions
 from runtime.kernel import ConfigError, Context
-from runtime.session import STORE, SessionStore
+from runtime.session import STORE, SessionStore, SessionStoreProtocol
 from runtime.tools import TOOLS
 from tests.plugins.subagent.harness import data_of
 from tests.runtime.agent.harness import MODEL, PROVIDER, ScriptedAdapter, calls, host, text
@@ -88,7 +88,7 @@ def options(tmp_path: Path) -> AgentOptions:
     return AgentOptions(provider=PROVIDER, model=MODEL, cwd=workspace)
 
 
-def tool_results(store: SessionStore, session_id: str) -> list[dict[str, Any]]:
+def tool_results(store: SessionStoreProtocol, session_id: str) -> list[dict[str, Any]]:
     return data_of(store, session_id, "tool/result")
 
 

@@ -18,7 +18,7 @@ from runtime.kernel import Context
 from runtime.llm import LLM, LlmRequest, StreamChunk, decode_chunk
 from runtime.llm import plugin as llm_plugin
 from runtime.prompt import plugin as prompt_plugin
-from runtime.session import STORE, CountingIds, FixedClock, SessionStore
+from runtime.session import STORE, CountingIds, FixedClock, SessionStore, SessionStoreProtocol
 from runtime.tools import plugin as tools_plugin
 
 from ...runtime.llm.harness import HARNESS, Call, recorded_calls
@@ -47,7 +47,7 @@ def recorded(kind: str) -> list[dict[str, Any]]:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[SessionStore]:
+def store(tmp_path: Path) -> Iterator[SessionStoreProtocol]:
     with SessionStore(
         tmp_path / "sessions.db", clock=FixedClock(1_000, step=1), ids=CountingIds("s"), synchronous="NORMAL"
     ) as opened:
@@ -55,7 +55,7 @@ def store(tmp_path: Path) -> Iterator[SessionStore]:
 
 
 @pytest.mark.anyio
-async def test_the_recorded_todo_write_turn_replays(store: SessionStore, tmp_path: Path) -> None:
+async def test_the_recorded_todo_write_turn_replays(store: SessionStoreProtocol, tmp_path: Path) -> None:
     ctx = Context()
     ctx.provide(STORE, store)
     ctx.plugin(prompt_plugin)

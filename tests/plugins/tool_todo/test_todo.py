@@ -13,7 +13,7 @@ import pytest
 
 from plugins.tool_todo import INVALID_TODOS, NO_SESSION_LOG, STATUSES, TodoConfig, plugin
 from runtime.kernel import ConfigError, Context
-from runtime.session import CountingIds, FixedClock, SessionLog, SessionStore, open_log
+from runtime.session import CountingIds, FixedClock, SessionLog, SessionStore, SessionStoreProtocol, open_log
 from runtime.tools import INVALID_ARGUMENTS, TOOLS, ToolCall, ToolContext, ToolResult
 
 from ..tool_host import model_view, registries, tool_host
@@ -30,7 +30,7 @@ RECORDED_RESULT = "Updated todo list: 1 pending, 2 in progress, 0 completed."
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[SessionStore]:
+def store(tmp_path: Path) -> Iterator[SessionStoreProtocol]:
     with SessionStore(
         tmp_path / "sessions.db", clock=FixedClock(1_000, step=1), ids=CountingIds("s"), synchronous="NORMAL"
     ) as opened:
@@ -44,7 +44,7 @@ def host(config: dict[str, bool]) -> Context:
 
 
 @asynccontextmanager
-async def session(store: SessionStore) -> AsyncIterator[SessionLog]:
+async def session(store: SessionStoreProtocol) -> AsyncIterator[SessionLog]:
     info = store.create(cwd="/w")
     async with open_log(store, info.id) as log:
         yield log
@@ -55,12 +55,14 @@ async def call(ctx: Context, arguments: object, log: SessionLog | None) -> ToolR
     return await ctx.get(TOOLS).execute(ToolCall("c1", "todo_write", json.dumps(arguments)), context)
 
 
-def logged(store: SessionStore, log: SessionLog) -> list[Any]:
+def logged(store: SessionStoreProtocol, log: SessionLog) -> list[Any]:
     return [json.loads(event.data) for event in store.events(log.info.id, types=("todo/write",))]
 
 
 @pytest.mark.anyio
-async def test_the_recorded_list_is_logged_and_answered_as_the_original_did(store: SessionStore) -> None:
+async def test_the_recorded_list_is_logged_and_answered_as_the_original_did(
+    store: SessionStoreProtocol,
+) -> None:
     ctx = host(PARALLEL)
     async with session(store) as log:
         result = await call(ctx, {"todos": RECORDED}, log)
@@ -70,7 +72,7 @@ async def test_the_recorded_list_is_logged_and_answered_as_the_original_did(stor
 
 
 @pytest.mark.anyio
-async def test_each_call_replaces_the_whole_list(store: SessionStore) -> None:
+async def test_each_call_replaces_the_whole_list(store: SessionStoreProtocol) -> None:
     ctx = host(SERIAL)
     first = [{"content": "a", "status": "in_progress"}, {"content": "b", "status": "pending"}]
     second = [{"content": "a", "status": "completed"}, {"content": "b", "status": "in_progress"}]
@@ -88,7 +90,7 @@ async def test_each_call_replaces_the_whole_list(store: SessionStore) -> None:
 
 
 @pytest.mark.anyio
-async def test_content_is_logged_trimmed(store: SessionStore) -> None:
+async def test_content_is_logged_trimmed(store: SessionStoreProtocol) -> None:
     ctx = host(SERIAL)
     async with session(store) as log:
         result = await call(ctx, {"todos": [{"content": "  run the tests \n", "status": "pending"}]}, log)
@@ -182,7 +184,7 @@ INVALID: dict[str, tuple[object, dict[str, bool], str, list[str]]] = {
 @pytest.mark.anyio
 @pytest.mark.parametrize("case", list(INVALID))
 async def test_an_invalid_list_is_refused_naming_the_problem_and_nothing_is_logged(
-    case: str, store: SessionStore
+    case: str, store: SessionStoreProtocol
 ) -> None:
     arguments, config, code, says = INVALID[case]
     ctx = host(config)
@@ -198,7 +200,7 @@ async def test_an_invalid_list_is_refused_naming_the_problem_and_nothing_is_logg
 
 
 @pytest.mark.anyio
-async def test_every_problem_is_reported_at_once(store: SessionStore) -> None:
+async def test_every_problem_is_reported_at_once(store: SessionStoreProtocol) -> None:
     ctx = host(SERIAL)
     todos = [item("a", "in_progress"), item(" "), item("a"), item("b", "in_progress")]
     async with session(store) as log:

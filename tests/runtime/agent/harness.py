@@ -33,7 +33,7 @@ from runtime.llm import (
     ToolCallDelta,
     UsageChunk,
 )
-from runtime.session import STORE, CountingIds, FixedClock, SessionStore
+from runtime.session import STORE, CountingIds, FixedClock, SessionStore, SessionStoreProtocol
 from runtime.tools import TOOLS, Tool, ToolContext
 
 PROVIDER = "scripted"
@@ -194,7 +194,7 @@ def host(
 OPTIONS = agent.AgentOptions(provider=PROVIDER, model=MODEL, cwd=Path("/work/project"))
 
 
-def event_types(store: SessionStore, session_id: str) -> list[str]:
+def event_types(store: SessionStoreProtocol, session_id: str) -> list[str]:
     return [event.type for event in store.events(session_id)]
 
 

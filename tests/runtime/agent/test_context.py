@@ -12,14 +12,14 @@ import pytest
 
 from runtime.agent import AGENTS, REQUEST, RequestConfig, RequestInfo
 from runtime.kernel import Next
-from runtime.session import STORE, RequestContext, SessionStore
+from runtime.session import STORE, RequestContext, SessionStoreProtocol
 
 from .harness import MODEL, OPTIONS, PROVIDER, ScriptedAdapter, event_types, host, text
 
 pytestmark = pytest.mark.anyio
 
 
-def contexts(store: SessionStore, session_id: str) -> list[dict[str, Any]]:
+def contexts(store: SessionStoreProtocol, session_id: str) -> list[dict[str, Any]]:
     return [json.loads(e.data) for e in store.events(session_id, types=("request/context",))]
 
 

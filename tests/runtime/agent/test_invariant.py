@@ -14,7 +14,7 @@ from hypothesis import given
 from runtime.agent import AGENTS, REQUEST_ERROR, ErrorDecision, RequestFailure, Retry
 from runtime.llm import LlmRequest, Message, StreamChunk, ToolSpec
 from runtime.prompt import SYSTEM_PROMPT, PromptContext
-from runtime.session import STORE, SessionStore, StoredEvent, project
+from runtime.session import STORE, SessionStoreProtocol, StoredEvent, project
 from tests.strategies import AgentStep, agent_turns
 
 from .harness import OPTIONS, ScriptedAdapter, calls, echo_tool, failure, host, text
@@ -53,7 +53,7 @@ def rebuild(events: list[StoredEvent], request: LlmRequest) -> LlmRequest:
     )
 
 
-def call_starts(store: SessionStore, session_id: str) -> list[int]:
+def call_starts(store: SessionStoreProtocol, session_id: str) -> list[int]:
     """The seq of the first chunk of every model call, in order."""
     starts: list[int] = []
     open_call = False

@@ -152,7 +152,7 @@ def test_help_and_version_import_no_command() -> None:
         "import sys\nfrom runtime.cli.app import main\n"
         "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
         "heavy = sorted(m for m in sys.modules if m.startswith(('runtime.agent', 'runtime.session', 'acp', "
-        "'plugins', 'replay', 'runtime.cli.')) and m not in ('runtime.cli._entry', 'runtime.cli.app'))\n"
+        "'plugins', 'replay', 'runtime.cli.')) and m not in ('runtime.cli._entry', 'runtime.cli._commands', 'runtime.cli.app'))\n"
         "print(heavy)"
     )
     result = anyio.run(lambda: anyio.run_process([sys.executable, "-c", code], env=plain_env(), check=True))

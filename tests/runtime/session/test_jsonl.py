@@ -13,7 +13,7 @@ import pytest
 from runtime.llm import ReasoningDelta
 from runtime.session import (
     LogFormatError,
-    SessionStore,
+    SessionStoreProtocol,
     StoredEvent,
     UnsupportedVersionError,
     export_jsonl,
@@ -22,6 +22,7 @@ from runtime.session import (
     read_jsonl,
 )
 
+from .backends import Backend
 from .conftest import HARNESS, HARNESS_LOGS, snapshot_rows
 
 
@@ -29,7 +30,7 @@ def _values(data: bytes) -> list[object]:
     return [msgspec.json.decode(line) for line in data.splitlines() if line.strip()]
 
 
-def _export(store: SessionStore, session_id: str, *, pack: bool = True) -> bytes:
+def _export(store: SessionStoreProtocol, session_id: str, *, pack: bool = True) -> bytes:
     out = io.BytesIO()
     export_jsonl(store, session_id, out, pack=pack)
     return out.getvalue()
@@ -41,7 +42,7 @@ def test_the_corpus_is_all_here() -> None:
 
 
 @pytest.mark.parametrize("path", HARNESS_LOGS, ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_import_export_reimport_gives_equal_events(store: SessionStore, path: Path) -> None:
+def test_import_export_reimport_gives_equal_events(store: SessionStoreProtocol, path: Path) -> None:
     first = import_jsonl(store, path)
     events = list(store.events(first.id))
     exported = _export(store, first.id)
@@ -54,7 +55,9 @@ def test_import_export_reimport_gives_equal_events(store: SessionStore, path: Pa
     assert [e.seq for e in events] == list(range(len(events)))
 
 
-def test_import_reports_the_bytes_read_as_it_reads_them_ending_at_the_file_size(store: SessionStore) -> None:
+def test_import_reports_the_bytes_read_as_it_reads_them_ending_at_the_file_size(
+    store: SessionStoreProtocol,
+) -> None:
     path = HARNESS / "compaction-recovery" / "session.jsonl"
     read: list[int] = []
     info = import_jsonl(store, path, progress=read.append)
@@ -66,7 +69,9 @@ def test_import_reports_the_bytes_read_as_it_reads_them_ending_at_the_file_size(
     assert list(store.events(info.id)) == list(store.events(import_jsonl(store, path).id))
 
 
-def test_a_refused_import_reports_progress_up_to_the_bad_line(store: SessionStore, tmp_path: Path) -> None:
+def test_a_refused_import_reports_progress_up_to_the_bad_line(
+    store: SessionStoreProtocol, tmp_path: Path
+) -> None:
     path = _write(tmp_path, HEADER, *TURN, b"not json")
     read: list[int] = []
     with pytest.raises(LogFormatError):
@@ -76,7 +81,9 @@ def test_a_refused_import_reports_progress_up_to_the_bad_line(store: SessionStor
 
 
 @pytest.mark.parametrize("pack", [True, False])
-def test_export_then_import_through_the_store(store: SessionStore, tmp_path: Path, pack: bool) -> None:
+def test_export_then_import_through_the_store(
+    store: SessionStoreProtocol, tmp_path: Path, pack: bool
+) -> None:
     info = import_jsonl(store, HARNESS / "packed-chunks" / "session.jsonl")
     out = tmp_path / "out.jsonl"
     out.write_bytes(_export(store, info.id, pack=pack))
@@ -86,7 +93,7 @@ def test_export_then_import_through_the_store(store: SessionStore, tmp_path: Pat
     assert any(b'"text-chunks"' in line for line in lines) is pack
 
 
-def test_packed_rows_unpack_into_chunks_with_their_seqs_and_times(store: SessionStore) -> None:
+def test_packed_rows_unpack_into_chunks_with_their_seqs_and_times(store: SessionStoreProtocol) -> None:
     path = HARNESS / "text-turn" / "session.jsonl"
     row = next(json.loads(line) for line in path.read_text().splitlines() if '"reasoning-chunks"' in line)
     info = import_jsonl(store, path)
@@ -212,21 +219,21 @@ BAD_FILES = {
 
 @pytest.mark.parametrize("case", sorted(BAD_FILES))
 def test_a_bad_file_is_refused_with_its_line_and_rule_and_the_store_is_unchanged(
-    store: SessionStore, tmp_path: Path, case: str
+    store: SessionStoreProtocol, backend: Backend, tmp_path: Path, case: str
 ) -> None:
     import_jsonl(store, _write(tmp_path, HEADER, *TURN))  # something already in the store
-    before = snapshot_rows(store)
+    before = snapshot_rows(backend)
     lines, line, rule = BAD_FILES[case]
     path = _write(tmp_path, *lines, end=b"" if case == "truncated last line" else b"\n")
     with pytest.raises(LogFormatError) as raised:
         import_jsonl(store, path)
     assert (raised.value.line, raised.value.rule) == (line, rule)
     assert f"{path}:{line}:" in str(raised.value)
-    assert snapshot_rows(store) == before
+    assert snapshot_rows(backend) == before
 
 
 def test_a_header_without_delegation_depth_reads_as_a_top_level_session(
-    store: SessionStore, tmp_path: Path
+    store: SessionStoreProtocol, tmp_path: Path
 ) -> None:
     # the original's web app and headless agent do not write it; its reader defaults it to 0
     path = _write(tmp_path, b'{"type":"session","version":0,"id":"w","createdAt":5,"agentPreset":"x"}', *TURN)
@@ -241,18 +248,18 @@ def test_a_header_without_delegation_depth_reads_as_a_top_level_session(
 
 @pytest.mark.parametrize(("version", "direction"), [(1, "newer"), (-1, "older")])
 def test_a_wrong_version_is_refused_naming_the_direction(
-    store: SessionStore, tmp_path: Path, version: int, direction: str
+    store: SessionStoreProtocol, backend: Backend, tmp_path: Path, version: int, direction: str
 ) -> None:
-    before = snapshot_rows(store)
+    before = snapshot_rows(backend)
     path = _write(tmp_path, HEADER.replace(b'"version":0', b'"version":%d' % version), *TURN)
     with pytest.raises(UnsupportedVersionError, match=direction) as raised:
         import_jsonl(store, path)
     assert raised.value.line == 1
-    assert snapshot_rows(store) == before
+    assert snapshot_rows(backend) == before
 
 
 def test_unknown_fields_and_types_survive_and_unknown_types_never_project(
-    store: SessionStore, tmp_path: Path
+    store: SessionStoreProtocol, tmp_path: Path
 ) -> None:
     extra_user = TURN[2].replace(b'"role":"user"', b'"role":"user","future":{"x":[1,2.5,null]}')
     extra_envelope = TURN[3][:-1] + b',"note":"kept"}'

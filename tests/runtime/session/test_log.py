@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
-
 import anyio
 import pytest
 
@@ -14,7 +12,7 @@ from runtime.session import (
     LogRuleError,
     Replace,
     SessionBusyError,
-    SessionStore,
+    SessionStoreProtocol,
     StoredEvent,
     TurnStart,
     TurnStartData,
@@ -23,9 +21,11 @@ from runtime.session import (
 )
 from tests.strategies import TurnSpec, turn_events
 
+from .backends import INTEGRITY_ERRORS
+
 
 @pytest.mark.anyio
-async def test_append_assigns_seqs_and_flush_makes_them_durable(store: SessionStore) -> None:
+async def test_append_assigns_seqs_and_flush_makes_them_durable(store: SessionStoreProtocol) -> None:
     session = store.create(cwd="/w")
     async with open_log(store, session.id, repair=False) as log:
         appended = [
@@ -41,7 +41,7 @@ async def test_append_assigns_seqs_and_flush_makes_them_durable(store: SessionSt
 
 
 @pytest.mark.anyio
-async def test_appends_from_many_tasks_commit_in_groups(store: SessionStore) -> None:
+async def test_appends_from_many_tasks_commit_in_groups(store: SessionStoreProtocol) -> None:
     session = store.create()
     async with open_log(store, session.id, repair=False) as log:
         log.append(TurnStart(data=TurnStartData(turn=1)))
@@ -57,7 +57,7 @@ async def test_appends_from_many_tasks_commit_in_groups(store: SessionStore) -> 
 
 
 @pytest.mark.anyio
-async def test_a_broken_rule_is_refused_on_append_and_changes_nothing(store: SessionStore) -> None:
+async def test_a_broken_rule_is_refused_on_append_and_changes_nothing(store: SessionStoreProtocol) -> None:
     session = store.create()
     spec = TurnSpec("hi", (), ())
     async with open_log(store, session.id, repair=False) as log:
@@ -76,7 +76,7 @@ async def test_a_broken_rule_is_refused_on_append_and_changes_nothing(store: Ses
 
 
 @pytest.mark.anyio
-async def test_reopening_continues_the_log(store: SessionStore) -> None:
+async def test_reopening_continues_the_log(store: SessionStoreProtocol) -> None:
     session = store.create()
     spec = TurnSpec("hi", ("x",), ())
     async with open_log(store, session.id, repair=False) as log:
@@ -91,7 +91,7 @@ async def test_reopening_continues_the_log(store: SessionStore) -> None:
 
 
 @pytest.mark.anyio
-async def test_one_writer_per_session_and_a_failed_commit_is_loud(store: SessionStore) -> None:
+async def test_one_writer_per_session_and_a_failed_commit_is_loud(store: SessionStoreProtocol) -> None:
     session = store.create()
     async with open_log(store, session.id, repair=False) as log:
         with pytest.raises(SessionBusyError):
@@ -107,13 +107,15 @@ async def test_one_writer_per_session_and_a_failed_commit_is_loud(store: Session
             log.append(TurnStart(data=TurnStartData(turn=2)))
             await log.flush()
 
-    with pytest.raises(sqlite3.IntegrityError):
+    with pytest.raises(INTEGRITY_ERRORS):
         await conflict()
     assert [e.type for e in store.events(session.id)] == ["turn/start", "x/y"]
 
 
 @pytest.mark.anyio
-async def test_leaving_the_block_by_an_exception_still_commits_what_was_appended(store: SessionStore) -> None:
+async def test_leaving_the_block_by_an_exception_still_commits_what_was_appended(
+    store: SessionStoreProtocol,
+) -> None:
     session = store.create()
 
     async def failing_turn() -> None:
@@ -128,7 +130,9 @@ async def test_leaving_the_block_by_an_exception_still_commits_what_was_appended
 
 
 @pytest.mark.anyio
-async def test_a_shielded_flush_after_the_writer_was_cancelled_commits_inline(store: SessionStore) -> None:
+async def test_a_shielded_flush_after_the_writer_was_cancelled_commits_inline(
+    store: SessionStoreProtocol,
+) -> None:
     """A log opened inside a scope that gets cancelled (a subagent's, when its parent is cancelled) loses its
     writer task with the caller; the caller's shielded closing appends must still become durable, not hang."""
     session = store.create()

@@ -10,7 +10,7 @@ from runtime.session import (
     LogRuleError,
     LogState,
     Replace,
-    SessionStore,
+    SessionStoreProtocol,
     StoredEvent,
     import_jsonl,
     project,
@@ -19,7 +19,7 @@ from runtime.session import (
 from .conftest import HARNESS
 
 
-def test_compaction_replace_folds_into_the_message_list(store: SessionStore) -> None:
+def test_compaction_replace_folds_into_the_message_list(store: SessionStoreProtocol) -> None:
     session = import_jsonl(store, HARNESS / "compaction-recovery" / "session.jsonl").id
     events = list(store.events(session))
     projection = project(events)
@@ -35,7 +35,7 @@ def test_compaction_replace_folds_into_the_message_list(store: SessionStore) -> 
     assert projection.title == "Establish a durable compaction premise"
 
 
-def test_todos_and_the_latest_header_win(store: SessionStore) -> None:
+def test_todos_and_the_latest_header_win(store: SessionStoreProtocol) -> None:
     session = import_jsonl(store, HARNESS / "todo-write" / "session.jsonl").id
     events = list(store.events(session))
     projection = project(events)
@@ -48,7 +48,7 @@ def test_todos_and_the_latest_header_win(store: SessionStore) -> None:
     assert json.loads(projection.header_json or "null") == header
 
 
-def test_projection_streams_from_projected_types_only(store: SessionStore) -> None:
+def test_projection_streams_from_projected_types_only(store: SessionStoreProtocol) -> None:
     from runtime.session import PROJECTED_TYPES
 
     session = import_jsonl(store, HARNESS / "subagent-fork-in-process" / "session.jsonl").id

@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 from runtime.llm import ToolCallBlock, ToolResultBlock
-from runtime.session import SessionStore, import_jsonl, open_log, project, resume
+from runtime.session import SessionStoreProtocol, import_jsonl, open_log, project, resume
 from tests.strategies import TurnSpec, turn_events
 
 from .conftest import HARNESS
 
 
-def test_repair_matches_the_original_golden(store: SessionStore, tmp_path: Path) -> None:
+def test_repair_matches_the_original_golden(store: SessionStoreProtocol, tmp_path: Path) -> None:
     golden = (HARNESS / "tool-outcome-unknown" / "session.expected.jsonl").read_bytes().splitlines()
     crashed = tmp_path / "crashed.jsonl"
     crashed.write_bytes(b"\n".join(golden[:6]) + b"\n")  # header + seq 0..4: the tool/call was the last event
@@ -31,7 +31,7 @@ def test_repair_matches_the_original_golden(store: SessionStore, tmp_path: Path)
     assert resume(store, info.id)[1] == []  # an idle session that already ends with end-seed does not grow
 
 
-def test_a_requested_tool_that_never_started_gets_tool_not_started(store: SessionStore) -> None:
+def test_a_requested_tool_that_never_started_gets_tool_not_started(store: SessionStoreProtocol) -> None:
     session = store.create()
     events = turn_events(1, 0, TurnSpec("go", ("a",), (("bash", None),), closed=False))
     events = events[:-1]  # the crash came before the tool/call was logged
@@ -48,7 +48,7 @@ def test_a_requested_tool_that_never_started_gets_tool_not_started(store: Sessio
 
 
 @pytest.mark.anyio
-async def test_after_repair_the_projection_pairs_every_tool_call(store: SessionStore) -> None:
+async def test_after_repair_the_projection_pairs_every_tool_call(store: SessionStoreProtocol) -> None:
     session = store.create()
     async with open_log(store, session.id, repair=False) as log:
         for event in turn_events(

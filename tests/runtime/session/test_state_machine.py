@@ -1,12 +1,14 @@
-"""A Hypothesis state machine over the store: appends, forks, flushes and reopens against an in-memory model, with a
-second writer (another store on the same file, as another process would open it) that is refused while a log holds
-the session, writes its own turns while none does, and takes over an expired lease from a stalled writer."""
+"""A Hypothesis state machine over the store, on each backend: appends, forks, flushes and reopens against an
+in-memory model, with a second writer (another store on the same file or database, as another process would open
+it) that is refused while a log holds the session, writes its own turns while none does, and, on SQLite, takes over
+an expired lease from a stalled writer."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
 
@@ -14,7 +16,14 @@ import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from hypothesis import event, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, precondition, rule
+from hypothesis.stateful import (
+    Bundle,
+    RuleBasedStateMachine,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
 
 from runtime.session import (
     CountingIds,
@@ -23,12 +32,17 @@ from runtime.session import (
     SessionInUseError,
     SessionLog,
     SessionStore,
+    SessionStoreProtocol,
     StoredEvent,
     open_log,
+    open_store,
     project,
     resume,
 )
+from tests.pg_server import PgServer
 from tests.strategies import TurnSpec, turn_events, turn_specs
+
+from .backends import BACKENDS
 
 MAX_SESSIONS = 4
 TTL_MS = (
@@ -51,10 +65,17 @@ class StoreMachine(RuleBasedStateMachine):
     is durable. The store must always hold a prefix of every log that covers at least its durable part."""
 
     sessions = Bundle("sessions")
+    # where each run's store lives: a fresh SQLite file, or a fresh schema of the test session's server (set by the
+    # test before the machine runs)
+    location: Callable[[Path], str] = staticmethod(lambda directory: str(directory / "s.db"))
+    # SQLite's lease expires when its holder stops renewing; PostgreSQL's is the holder's connection, which the
+    # server ends with its holder, so there is no stalled writer's lease to take over there
+    expiring_leases = True
 
     def __init__(self) -> None:
         super().__init__()
         self.dir = Path(tempfile.mkdtemp(prefix="dsh-machine-"))
+        self.spec = self.location(self.dir)
         self.clock = FixedClock(0, step=1)
         self.ids = CountingIds("m")
         self.portal_cm: AbstractContextManager[BlockingPortal] = start_blocking_portal()
@@ -66,9 +87,11 @@ class StoreMachine(RuleBasedStateMachine):
         self.turns: dict[str, int] = {}
         self.logs: dict[str, tuple[AbstractContextManager[SessionLog], SessionLog]] = {}
 
-    def _open_store(self) -> SessionStore:
+    def _open_store(self) -> SessionStoreProtocol:
+        if not self.spec.endswith(".db"):
+            return open_store(self.spec, clock=self.clock, ids=self.ids)
         return SessionStore(
-            self.dir / "s.db",
+            self.spec,
             clock=self.clock,
             ids=self.ids,
             synchronous="OFF",
@@ -169,7 +192,7 @@ class StoreMachine(RuleBasedStateMachine):
         assert self.other.lease_holder(session) is None
         event("second writer wrote a turn")
 
-    @precondition(lambda self: bool(self.logs))
+    @precondition(lambda self: self.expiring_leases and bool(self.logs))
     @rule(data=st.data())
     def take_over_an_expired_lease(self, data: st.DataObject) -> None:
         """The writer of a log stalls past its lease; the second writer takes the session over. What the stalled
@@ -228,5 +251,17 @@ class StoreMachine(RuleBasedStateMachine):
             shutil.rmtree(self.dir, ignore_errors=True)
 
 
-StoreMachine.TestCase.settings = settings(StoreMachine.TestCase.settings, stateful_step_count=30)
-TestStoreMachine = StoreMachine.TestCase
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_store_machine(backend: str, request: pytest.FixtureRequest) -> None:
+    class Machine(StoreMachine):
+        pass
+
+    chosen = settings(settings(), stateful_step_count=30)
+    if backend == "postgresql":
+        server: PgServer = request.getfixturevalue("pg_server")
+        Machine.location = staticmethod(lambda _directory: server.new_schema())
+        Machine.expiring_leases = False
+        # every step is a few round trips to a server: fewer runs keep the suite quick, while each one still walks
+        # the backend through every rule (the rules themselves are the SQLite run's too)
+        chosen = settings(chosen, max_examples=min(chosen.max_examples, 50))
+    run_state_machine_as_test(Machine, settings=chosen)

@@ -1,102 +1,158 @@
-"""The SQLite store: schema and migrations, append-only triggers, fork by reference and its refusals."""
+"""The store conformance suite, run on SQLite and PostgreSQL: append-only by the database (UPDATE, DELETE and any
+insert that is not the session's next seq are refused to any client), reopening, fork by reference and its
+refusals, listing and children, and the one-writer lease."""
 
 from __future__ import annotations
 
-import sqlite3
-from pathlib import Path
+from datetime import UTC, datetime
 
 import pytest
 
 from runtime.session import (
-    SCHEMA_VERSION,
     InvalidBoundaryError,
+    LeaseLostError,
     OpenTurnError,
     SessionExistsError,
     SessionId,
+    SessionInUseError,
     SessionNotFoundError,
-    SessionStore,
+    SessionStoreProtocol,
     SpawnedBy,
     StoredEvent,
-    StoreSchemaError,
     import_jsonl,
     project,
 )
 from runtime.session._store import event_row
 
+from .backends import INTEGRITY_ERRORS, Backend
 from .conftest import HARNESS, snapshot_rows
 
 
-def _imported(store: SessionStore, scenario: str = "multi-turn") -> str:
+def _imported(store: SessionStoreProtocol, scenario: str = "multi-turn") -> str:
     return import_jsonl(store, HARNESS / scenario / "session.jsonl").id
 
 
-def test_schema_tables_wal_and_version(store: SessionStore) -> None:
-    conn = store.connect()
-    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    assert {"sessions", "events"} <= tables
-    columns = [row[1] for row in conn.execute("PRAGMA table_info(events)")]
-    assert columns[:8] == [
-        "session_id",
-        "seq",
-        "type",
-        "time",
-        "data",
-        "surface_op",
-        "source_event_seqs",
-        "ignorable",
-    ]
-    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    assert store.schema_version() == SCHEMA_VERSION
-    conn.close()
-
-
 @pytest.mark.parametrize("statement", ["UPDATE events SET data = '{}'", "DELETE FROM events"])
-def test_events_refuse_update_and_delete(store: SessionStore, statement: str) -> None:
+def test_events_refuse_update_and_delete(
+    store: SessionStoreProtocol, backend: Backend, statement: str
+) -> None:
     session = _imported(store)
-    before = snapshot_rows(store)
-    conn = store.connect()
-    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+    before = snapshot_rows(backend)
+    with backend.raw() as conn, pytest.raises(INTEGRITY_ERRORS, match="append-only"):
         conn.execute(statement + " WHERE session_id = ?", (session,))
-    conn.close()
-    assert snapshot_rows(store) == before
+    assert snapshot_rows(backend) == before
 
 
-def test_reopening_keeps_everything_and_a_newer_schema_is_refused(tmp_path: Path) -> None:
-    path = tmp_path / "s.db"
-    with SessionStore(path) as first:
-        session = _imported(first)
-        events = list(first.events(session))
-    with SessionStore(path) as second:
+_INSERT = "INSERT INTO events (session_id, seq, type, time, data) VALUES (?, ?, 'x/y', 1, '{}')"
+
+
+@pytest.mark.parametrize("seq", [-1, 3, 10])
+def test_an_insert_that_is_not_the_next_seq_is_refused_by_the_database(
+    store: SessionStoreProtocol, backend: Backend, seq: int
+) -> None:
+    session = store.create()
+    store.append_events(session.id, [StoredEvent(type="x/y", seq=n, time=1, data="{}") for n in range(2)])
+    before = snapshot_rows(backend)
+    with backend.raw() as conn, pytest.raises(INTEGRITY_ERRORS):
+        conn.execute(_INSERT, (session.id, seq))
+    assert snapshot_rows(backend) == before
+    with backend.raw() as conn:
+        conn.execute(_INSERT, (session.id, 2))  # the next seq is accepted from any client
+    assert store.length(session.id) == 3
+
+
+def test_a_fork_child_appends_from_its_seed_length(store: SessionStoreProtocol, backend: Backend) -> None:
+    parent = _imported(store)
+    child = store.fork(parent)
+    seed = child.seed_length or 0
+    with backend.raw() as conn:
+        with pytest.raises(INTEGRITY_ERRORS):
+            conn.execute(_INSERT, (child.id, 0))
+        conn.execute(_INSERT, (child.id, seed))
+    assert store.length(child.id) == seed + 1
+
+
+@pytest.mark.parametrize(
+    "statement",
+    ["UPDATE sessions SET cwd = '/forged' WHERE id = ?", "DELETE FROM sessions WHERE id = ?"],
+)
+def test_session_rows_are_never_rewritten_or_deleted_by_any_client(
+    store: SessionStoreProtocol, backend: Backend, statement: str
+) -> None:
+    session = store.create(cwd="/w").id
+    before = snapshot_rows(backend)
+    with backend.raw() as conn, pytest.raises(INTEGRITY_ERRORS, match="sessions are"):
+        conn.execute(statement, (session,))
+    assert snapshot_rows(backend) == before
+
+
+def test_a_lease_lost_with_its_connection_refuses_the_holders_writes(store: SessionStoreProtocol) -> None:
+    session = store.create()
+    lease = store.acquire_lease(session.id)
+    store.release_lease(lease)  # gone, as if taken over and given back by another writer meanwhile
+    conn = store.connect()
+    try:
+        with pytest.raises(LeaseLostError):
+            store.insert_rows(
+                conn, [event_row(session.id, StoredEvent(type="x/y", seq=0, time=1, data="{}"))], lease=lease
+            )
+    finally:
+        conn.close()
+    assert store.length(session.id) == 0
+
+
+def test_reopening_keeps_everything(store: SessionStoreProtocol, backend: Backend) -> None:
+    session = _imported(store)
+    child = store.fork(session)
+    events = list(store.events(session))
+    with backend.open() as second:
         assert list(second.events(session)) == events
-    conn = sqlite3.connect(path)
-    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
-    conn.close()
-    with pytest.raises(StoreSchemaError, match="newer"):
-        SessionStore(path)
+        assert second.info(child.id) == child
+        assert second.schema_version() == store.schema_version() >= 1
 
 
-def test_an_old_store_is_migrated(tmp_path: Path) -> None:
-    path = tmp_path / "empty.db"
-    sqlite3.connect(path).close()  # schema version 0: nothing yet
-    with SessionStore(path) as store:
-        assert store.schema_version() == SCHEMA_VERSION
-        assert store.sessions() == []
+def test_a_second_writer_from_another_store_client_is_refused_naming_the_holder(
+    store: SessionStoreProtocol, backend: Backend
+) -> None:
+    import os
+    import socket
+
+    session = store.create()
+    first = store.acquire_lease(session.id)
+    try:
+        with backend.open() as other, pytest.raises(SessionInUseError) as refused:
+            other.acquire_lease(session.id)
+        error = refused.value
+        assert (error.session_id, error.pid, error.host) == (session.id, os.getpid(), socket.gethostname())
+        assert abs((datetime.now(UTC) - error.since).total_seconds()) < 60
+        when = error.since.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        assert str(error) == f"session {session.id} is in use by pid {error.pid} on {error.host} since {when}"
+        holder = store.lease_holder(session.id)
+        assert holder is not None
+        assert (holder.pid, holder.token) == (first.pid, first.token)
+    finally:
+        store.release_lease(first)
+    assert store.lease_holder(session.id) is None
+    with backend.open() as other:
+        other.release_lease(other.acquire_lease(session.id))  # released: the next writer takes it
 
 
-def test_fork_copies_no_events_and_reads_the_parent_prefix(store: SessionStore) -> None:
+def test_fork_copies_no_events_and_reads_the_parent_prefix(
+    store: SessionStoreProtocol, backend: Backend
+) -> None:
     parent = _imported(store)
     parent_events = list(store.events(parent))
     turn_end = next(e.seq for e in parent_events if e.type == "turn/end")
-    rows_before = len(snapshot_rows(store)[1])
+    rows_before = len(snapshot_rows(backend)[1])
     child = store.fork(parent, at=turn_end)
-    assert len(snapshot_rows(store)[1]) == rows_before
+    assert len(snapshot_rows(backend)[1]) == rows_before
     assert (child.parent_id, child.seed_length, child.inherits) == (parent, turn_end + 1, True)
     assert list(store.events(child.id)) == parent_events[: turn_end + 1]
     assert store.length(child.id) == turn_end + 1
     assert project(store.events(child.id)) == project(parent_events[: turn_end + 1])
 
 
-def test_a_fork_of_a_fork_continues_its_own_seqs(store: SessionStore) -> None:
+def test_a_fork_of_a_fork_continues_its_own_seqs(store: SessionStoreProtocol, backend: Backend) -> None:
     parent = _imported(store)
     events = list(store.events(parent))
     ends = [e.seq for e in events if e.type == "turn/end"]
@@ -110,11 +166,11 @@ def test_a_fork_of_a_fork_continues_its_own_seqs(store: SessionStore) -> None:
     assert list(store.events(parent)) == events  # the parent never sees the child's events
 
 
-def test_fork_refusals_have_their_codes(store: SessionStore) -> None:
+def test_fork_refusals_have_their_codes(store: SessionStoreProtocol, backend: Backend) -> None:
     parent = _imported(store)
     events = list(store.events(parent))
     turn_start = next(e.seq for e in events if e.type == "turn/start")
-    before = snapshot_rows(store)
+    before = snapshot_rows(backend)
     with pytest.raises(OpenTurnError) as open_turn:
         store.fork(parent, at=turn_start + 2)
     assert open_turn.value.code == "OPEN_TURN"
@@ -130,12 +186,14 @@ def test_fork_refusals_have_their_codes(store: SessionStore) -> None:
     with pytest.raises(SessionExistsError) as taken:
         store.fork(parent, child_id=SessionId(parent))
     assert taken.value.code == "SESSION_ALREADY_EXISTS"
-    assert snapshot_rows(store) == before
+    assert snapshot_rows(backend) == before
     # before the first turn/start (log-only events between turns) is a valid boundary
     assert store.fork(parent, at=turn_start - 1).seed_length == turn_start
 
 
-def test_fork_of_an_empty_session_and_by_default_at_the_end(store: SessionStore) -> None:
+def test_fork_of_an_empty_session_and_by_default_at_the_end(
+    store: SessionStoreProtocol, backend: Backend
+) -> None:
     empty = store.create(cwd="/w")
     assert store.length(store.fork(empty.id).id) == 0
     parent = _imported(store)
@@ -144,31 +202,35 @@ def test_fork_of_an_empty_session_and_by_default_at_the_end(store: SessionStore)
     assert child.cwd == "{{cwd}}"
 
 
-def test_a_duplicate_seq_is_refused_by_the_primary_key(store: SessionStore) -> None:
+def test_a_duplicate_seq_is_refused_by_the_primary_key(store: SessionStoreProtocol, backend: Backend) -> None:
     session = store.create()
     event = StoredEvent(type="x/y", seq=0, time=1, data="{}")
     store.append_events(session.id, [event])
     conn = store.connect()
-    with pytest.raises(sqlite3.IntegrityError):
-        store.insert_rows(conn, [event_row(session.id, event)])
-    conn.close()
+    try:
+        with pytest.raises(INTEGRITY_ERRORS):
+            store.insert_rows(conn, [event_row(session.id, event)])
+    finally:
+        conn.close()
     assert list(store.events(session.id)) == [event]
 
 
-def test_sessions_lists_in_creation_order(store: SessionStore) -> None:
+def test_sessions_lists_in_creation_order(store: SessionStoreProtocol, backend: Backend) -> None:
     first = store.create(cwd="/a")
     second = store.create(cwd="/b")
     assert [s.id for s in store.sessions()] == [first.id, second.id]
     assert store.info(second.id).cwd == "/b"
 
 
-def test_a_delegated_fork_carries_its_depth_and_the_call_that_spawned_it(store: SessionStore) -> None:
+def test_a_delegated_fork_carries_its_depth_and_the_call_that_spawned_it(
+    store: SessionStoreProtocol, backend: Backend
+) -> None:
     parent = _imported(store)
     end = next(e.seq for e in store.events(parent) if e.type == "turn/end")
-    rows_before = len(snapshot_rows(store)[1])
+    rows_before = len(snapshot_rows(backend)[1])
     spawned = SpawnedBy(turn=2, step=1, call_id="call-1")
     child = store.fork(parent, at=end, delegation_depth=1, spawned_by=spawned)
-    assert len(snapshot_rows(store)[1]) == rows_before
+    assert len(snapshot_rows(backend)[1]) == rows_before
     assert store.info(child.id) == child
     assert (child.parent_id, child.seed_length, child.delegation_depth, child.spawned_by) == (
         parent,
@@ -180,7 +242,9 @@ def test_a_delegated_fork_carries_its_depth_and_the_call_that_spawned_it(store: 
     assert (plain.delegation_depth, plain.spawned_by) == (0, None)
 
 
-def test_children_are_the_sessions_naming_a_parent_oldest_first(store: SessionStore) -> None:
+def test_children_are_the_sessions_naming_a_parent_oldest_first(
+    store: SessionStoreProtocol, backend: Backend
+) -> None:
     parent = store.create(cwd="/w")
     spawned = store.create(parent_id=parent.id, delegation_depth=1)
     forked = store.fork(parent.id)

@@ -17,6 +17,12 @@ from runtime.session._store import _INSERT, _migrate_1, event_row
 from .conftest import snapshot_rows
 
 
+@pytest.fixture
+def store(sqlite_store: SessionStore) -> SessionStore:
+    """The SQLite store: these tests are of its own file."""
+    return sqlite_store
+
+
 def _event(seq: int, kind: str = "x/y") -> StoredEvent:
     return StoredEvent(type=kind, seq=seq, time=seq, data="{}")
 

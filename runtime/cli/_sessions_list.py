@@ -1,0 +1,220 @@
+"""`dsh sessions list` without typer or rich: the rows of the sessions table (each parent followed by its forks and
+subagents), the table drawn as rich draws it to a file, and the `--json` list. `sessions_cmd` builds its rich table
+from the same rows; `run_fast` answers `dsh sessions list [--store STORE] [--json]` (or `$DSH_STORE`) from `_entry`
+before typer is imported, and leaves anything else (a terminal, which gets rich's styles; a table that would wrap;
+an error) to typer, which prints the same table, or the error, as it always has."""
+
+from __future__ import annotations
+
+import os
+import sys
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from runtime.session import SessionInfo, SessionStoreProtocol
+
+__all__ = [
+    "COLUMNS",
+    "in_tree_order",
+    "link",
+    "plain_table",
+    "run_fast",
+    "session_rows",
+    "sessions_json",
+    "when",
+]
+
+COLUMNS = ("id", "created (UTC)", "events", "parent", "cwd")
+"""The table's columns; the first (ids, copied into --session) never folds, the others fold to fit."""
+
+
+def when(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def link(info: SessionInfo, *, call: bool = True) -> str:
+    """How a child hangs off its parent: a fork at its seed length, or spawned fresh; and the call that started it."""
+    how = f"fork @{info.seed_length}" if info.seed_length is not None else "spawned"
+    if call and info.spawned_by is not None:
+        by = info.spawned_by
+        how += f", by turn {by.turn} step {by.step} call {by.call_id}"
+    return how
+
+
+def in_tree_order(sessions: list[SessionInfo]) -> list[tuple[SessionInfo, int]]:
+    """Every session with its depth in the parent/child tree: each parent (oldest first) followed by its children.
+    A child names its parent by id, or, once imported, by the id its parent had in its file (`imported_from`)."""
+    claims: dict[str, SessionInfo] = {}
+    for info in sessions:
+        claims[info.id] = info
+        if info.imported_from is not None:
+            claims.setdefault(info.imported_from, info)
+    children: dict[str, list[SessionInfo]] = {}
+    roots = []
+    for info in sessions:
+        parent = claims.get(info.parent_id) if info.parent_id is not None else None
+        if parent is None or parent.id == info.id:
+            roots.append(info)
+        else:
+            children.setdefault(parent.id, []).append(info)
+    ordered: list[tuple[SessionInfo, int]] = []
+    seen: set[str] = set()
+
+    def visit(info: SessionInfo, depth: int) -> None:
+        if info.id in seen:
+            return
+        seen.add(info.id)
+        ordered.append((info, depth))
+        for child in children.get(info.id, ()):
+            visit(child, depth + 1)
+
+    for info in roots:
+        visit(info, 0)
+    for info in sessions:  # a cycle of parents (hand-made imports) has no root; list it anyway
+        visit(info, 0)
+    return ordered
+
+
+def session_rows(
+    store: SessionStoreProtocol, *, current: str | None = None
+) -> tuple[str, list[tuple[str, ...]]]:
+    """The table's title and rows (one cell per column of `COLUMNS`): the store's sessions, oldest first, each
+    parent's forks and subagents indented under it (`current`, when given, is marked with `*`)."""
+    rows: list[tuple[str, ...]] = []
+    ordered = in_tree_order(store.sessions())
+    for info, depth in ordered:
+        tree = "" if depth == 0 else "  " * (depth - 1) + "└ "
+        mark = "* " if info.id == current else ""
+        parent = "-" if info.parent_id is None else f"{info.parent_id} ({link(info, call=False)})"
+        length = store.length(info.id)
+        rows.append((tree + mark + info.id, when(info.created_at), str(length), parent, info.cwd or "-"))
+    return f"{len(ordered)} session{'' if len(ordered) == 1 else 's'}", rows
+
+
+def info_json(info: SessionInfo, length: int) -> dict[str, Any]:
+    import msgspec
+
+    data: dict[str, Any] = msgspec.to_builtins(info)
+    data["events"] = length
+    return data
+
+
+def sessions_json(store: SessionStoreProtocol) -> str:
+    """`dsh sessions list --json`: every session, oldest first, with its event count."""
+    import json  # the table never needs it
+
+    return json.dumps([info_json(info, store.length(info.id)) for info in store.sessions()])
+
+
+def _plain_cell(text: str) -> bool:
+    # what rich prints as it is: no markup ([), no emoji code (:name:), one column per character
+    return "[" not in text and ":" not in text and all(" " <= c <= "~" or c == "└" for c in text)
+
+
+def plain_table(title: str, rows: list[tuple[str, ...]], width: int) -> str | None:
+    """The table as rich draws it to a file `width` columns wide (heavy head, title centred above), or None when
+    rich would have to fold a cell to fit, or might read a cell as markup or an emoji code."""
+    if not all(_plain_cell(cell) for row in rows for n, cell in enumerate(row) if n != 1):
+        return None
+    widths = [max(len(cell) for cell in column) for column in zip(COLUMNS, *rows, strict=False)]
+    total = sum(widths) + 3 * len(widths) + 1
+    if total > width or len(title) > total:
+        return None
+    left = (total - len(title)) // 2
+
+    def line(cells: tuple[str, ...], edge: str) -> str:
+        return edge + edge.join(f" {cell.ljust(w)} " for cell, w in zip(cells, widths, strict=True)) + edge
+
+    def rule(start: str, fill: str, cross: str, end: str) -> str:
+        return start + cross.join(fill * (w + 2) for w in widths) + end
+
+    lines = [
+        " " * left + title + " " * (total - len(title) - left),
+        rule("┏", "━", "┳", "┓"),
+        line(COLUMNS, "┃"),
+        rule("┡", "━", "╇", "┩"),
+        *(line(row, "│") for row in rows),
+        rule("└", "─", "┴", "┘"),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _console_width() -> int:
+    # as rich's Console finds it: COLUMNS, else the terminal on stdin/stdout/stderr, else 80
+    value = os.environ.get("COLUMNS", "")
+    if value.isdigit() and int(value) > 0:
+        return int(value)
+    for descriptor in (0, 1, 2):
+        try:
+            columns = os.get_terminal_size(descriptor).columns
+        except (OSError, ValueError):
+            continue
+        if columns:
+            return columns
+    return 80
+
+
+def _plain_stdout() -> bool:
+    """Whether rich would print plain text to stdout: not a terminal, and no colour or terminal forced."""
+    if any(
+        os.environ.get(name)
+        for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "JUPYTER_COLUMNS")
+    ):
+        return False
+    try:
+        return not sys.stdout.isatty() and (sys.stdout.encoding or "").lower().startswith("utf")
+    except (
+        AttributeError,
+        ValueError,
+    ):  # no stdout, or a closed one; rich draws ASCII boxes in other encodings
+        return False
+
+
+def _options(args: list[str]) -> tuple[str | None, bool] | None:
+    """`--store STORE` (else `$DSH_STORE`) and `--json` as typer would read them, or None for anything else
+    (typer's to answer)."""
+    store: str | None = None
+    as_json = False
+    rest = list(args)
+    while rest:
+        arg = rest.pop(0)
+        if arg == "--json" and not as_json:
+            as_json = True
+        elif arg.startswith("--store=") and store is None and len(arg) > len("--store="):
+            store = arg.removeprefix("--store=")
+        elif arg == "--store" and store is None and rest and rest[0] and not rest[0].startswith("-"):
+            store = rest.pop(0)
+        else:
+            return None
+    if store is None and "DSH_STORE" in os.environ:
+        store = os.environ["DSH_STORE"]
+        if not store:
+            return None  # an empty $DSH_STORE: whatever click makes of it
+    return store, as_json
+
+
+def run_fast(args: list[str]) -> bool:
+    """Answer `dsh sessions list` (the `args` after it) and return True, or return False (having printed nothing)
+    for typer to answer: options other than `--store` and `--json`, a store that fails to open (typer's path
+    reports it), or a table rich must draw itself. The list is read-only, so answering it twice is harmless."""
+    options = _options(args)
+    if options is None:
+        return False
+    store, as_json = options
+    if not as_json and not _plain_stdout():
+        return False  # a terminal gets rich's styles
+    from runtime.host import open_store
+
+    try:
+        with open_store(store) as opened:
+            if as_json:
+                text: str | None = sessions_json(opened) + "\n"
+            else:
+                text = plain_table(*session_rows(opened), _console_width())
+    except Exception:  # typer's path reports it (the same error, as it always has)
+        return False
+    if text is None:
+        return False
+    sys.stdout.write(text)
+    return True
