@@ -13,7 +13,7 @@ import pytest
 
 from runtime.agent import AGENTS
 from runtime.llm import OtherSource, TextBlock, UserMessage
-from runtime.session import STORE, SessionStore
+from runtime.session import STORE, SessionStoreProtocol
 from runtime.tools import Tool, ToolContext
 
 from .harness import OPTIONS, ScriptedAdapter, calls, event_types, host, text
@@ -21,7 +21,7 @@ from .harness import OPTIONS, ScriptedAdapter, calls, event_types, host, text
 pytestmark = pytest.mark.anyio
 
 
-def _splices(store: SessionStore, session_id: str) -> list[dict[str, Any]]:
+def _splices(store: SessionStoreProtocol, session_id: str) -> list[dict[str, Any]]:
     return [json.loads(e.data) for e in store.events(session_id, types=("agent/inbox/spliced",))]
 
 
@@ -174,7 +174,7 @@ async def test_an_unclaimed_item_of_a_crashed_turn_is_claimed_on_resume(tmp_path
     assert _user_texts(adapter.requests[1].messages)[-2:] == ["steer me", "and now?"]
 
 
-def _reopened_inbox(store: SessionStore, session_id: str) -> list[Any]:
+def _reopened_inbox(store: SessionStoreProtocol, session_id: str) -> list[Any]:
     from runtime.session import LogState
 
     state = LogState()
@@ -183,7 +183,7 @@ def _reopened_inbox(store: SessionStore, session_id: str) -> list[Any]:
     return [*state.inbox["next-step"], *state.inbox["next-turn"]]
 
 
-def _copy_session(store: SessionStore, session_id: str, events: list[Any]) -> str:
+def _copy_session(store: SessionStoreProtocol, session_id: str, events: list[Any]) -> str:
     """A new session holding `events` only: the log a crash at that point leaves."""
     info = store.info(session_id)
     copy = store.create(cwd=info.cwd)
