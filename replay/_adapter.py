@@ -105,6 +105,19 @@ class ReplayAdapter:
         """Live session id -> the recorded log it is bound to."""
         return {live: log.name for live, log in self._live.items()}
 
+    def bound_log(self, session_id: str) -> str | None:
+        """The name of the recorded log live session `session_id` is bound to, binding it now if it is not yet (as
+        its first call would); None when no recorded log is left for it (its first call will say so)."""
+        log = self._live.get(session_id)
+        if log is not None:
+            return log.name
+        kept = len(self._mismatches)
+        try:
+            return self._bind(session_id, None).name
+        except ReplayMismatch:  # not an error yet: the session may never call; if it does, its call raises it
+            del self._mismatches[kept:]
+            return None
+
     def _mismatch(self, error: ReplayMismatch) -> ReplayMismatch:
         self._mismatches.append(error)
         return error

@@ -59,13 +59,16 @@ class ErrorSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 class Reply(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     """One model call's answer: `reasoning`, `text` and `tool_calls` (in that block order), or an `error`.
-    `finish` defaults to `tool-calls` when there are calls, else `stop`."""
+    `finish` defaults to `tool-calls` when there are calls, else `stop`. `depth`, when set, reserves the reply
+    for a call from a session at that delegation depth (0: the primary agent, 1: its children): agents running at
+    once (a background child and its parent) call in no fixed order, so each takes its own replies in order."""
 
     reasoning: str | None = None
     text: str | None = None
     tool_calls: tuple[ToolCallSpec, ...] = ()
     finish: Literal["stop", "tool-calls", "max-tokens"] | None = None
     error: ErrorSpec | None = None
+    depth: int | None = None
 
 
 class _Replies(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -124,26 +127,41 @@ def reply_chunks(reply: Reply, number: int) -> list[StreamChunk]:
 
 
 class ScriptedModel:
-    """Serves `replies` in order, whichever session calls; `{{cwd}}` in a reply is the calling session's cwd."""
+    """Serves `replies` in order, whichever session calls (a reply with a `depth` only to a session at that
+    delegation depth); `{{cwd}}` in a reply is the calling session's cwd."""
 
     def __init__(self, replies: tuple[Reply, ...], store: SessionStoreProtocol) -> None:
         self.replies = replies
         self.served = 0
+        self._taken = [False] * len(replies)
         self._store = store
 
+    def _next(self, session_id: str | None) -> int | None:
+        depth = 0 if session_id is None else self._store.info(session_id).delegation_depth
+        return next(
+            (
+                i
+                for i, reply in enumerate(self.replies)
+                if not self._taken[i] and (reply.depth is None or reply.depth == depth)
+            ),
+            None,
+        )
+
     async def stream(self, request: LlmRequest) -> AsyncIterator[StreamChunk]:
-        if self.served >= len(self.replies):
+        index = self._next(request.session_id)
+        if index is None:
             raise ReplayMismatch(
-                f"the scripted model has {len(self.replies)} replies and was asked for another "
-                f"(session {request.session_id!r})",
+                f"the scripted model has {len(self.replies)} replies, {self.served} served, and none left for "
+                f"session {request.session_id!r}",
                 session_id=request.session_id,
                 log=None,
                 call=request.call,
                 recorded=f"{len(self.replies)} replies",
                 asked="one more call",
             )
+        self._taken[index] = True
         self.served += 1
-        chunks: tuple[StreamChunk, ...] = tuple(reply_chunks(self.replies[self.served - 1], self.served))
+        chunks: tuple[StreamChunk, ...] = tuple(reply_chunks(self.replies[index], index + 1))
         cwd = None if request.session_id is None else self._store.info(request.session_id).cwd
         if cwd is not None:
             chunks = with_cwd(chunks, cwd)

@@ -1,15 +1,18 @@
 """The `replay` plugin: loads a recording and registers a `ReplayAdapter` with `LlmRuntime` under the provider ids
-the recording was made with, so a deployment replays it by swapping its live adapter plugin for this one."""
+the recording was made with, so a deployment replays it by swapping its live adapter plugin for this one; and
+provides the recording's inbox gate, which admits queued input where the recording spliced it."""
 
 from __future__ import annotations
 
 import msgspec
 
+from runtime.agent import INBOX_GATE
 from runtime.kernel import Context, Plugin, ServiceKey
 from runtime.llm import LLM
 from runtime.session import STORE
 
 from ._adapter import ReplayAdapter
+from ._inbox import RecordedInbox
 from ._recording import load_recording
 from ._tools import ToolMode, serve_recorded_tools
 
@@ -59,6 +62,8 @@ def _apply(ctx: Context, config: ReplayConfig) -> None:
         llm.register(provider, adapter)
     ctx.provide(REPLAY, adapter)
     serve_recorded_tools(ctx, adapter, config.tools)
+    logs = [(script.log.name, script.log.id, script.deliveries) for script in recording.scripts]
+    ctx.provide(INBOX_GATE, RecordedInbox(logs, adapter.bound_log))
 
 
 plugin = Plugin(
@@ -66,6 +71,6 @@ plugin = Plugin(
     apply=_apply,
     config=ReplayConfig,
     needs=(LLM, STORE),
-    provides=(REPLAY,),
+    provides=(REPLAY, INBOX_GATE),
     description="replays a recorded session's model calls: registers the replay adapter under its provider ids",
 )

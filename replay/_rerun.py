@@ -20,9 +20,9 @@ import anyio
 import msgspec
 from rich.console import Console
 
-from runtime.agent import AGENTS, EVENT, Agent, AgentOptions
+from runtime.agent import AGENTS, EVENT, INBOX_GATE, Agent, AgentEvent, AgentOptions
 from runtime.host import TerminalView, hosted
-from runtime.kernel import Deployment
+from runtime.kernel import Context, Deployment
 from runtime.llm import TextBlock, UserBlock
 from runtime.session import (
     CountingIds,
@@ -38,6 +38,8 @@ from runtime.session import (
 )
 
 from ._errors import ReplayMismatch, ScriptError
+from ._inbox import RecordedInbox
+from ._inputs import Action, Leave, Resume, Run, Steer, Woken, plan_of_doc, plan_of_log, plan_of_turns
 from ._placeholders import CWD_PLACEHOLDER
 from ._plugin import REPLAY
 from ._recording import Recording, child_logs, load_recording
@@ -54,6 +56,7 @@ CLOCK_START = 1_700_000_000_000
 """The deterministic clock's first reading (epoch ms); it then advances 1 ms per reading."""
 
 _POLL = 0.005
+_WOKEN_WAIT_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -183,54 +186,128 @@ async def _drive(
             model=scenario.doc.model or model or deployment.model or "scripted",
             cwd=workspace,
         )
-        turns: list[tuple[int, tuple[UserBlock, ...]]]
-        if scenario.doc.inputs is not None:
-            turns = [(number, (TextBlock(text),)) for number, text in enumerate(scenario.doc.inputs, 1)]
-        elif recorded is not None:
-            turns = recorded.turns
-        else:
-            raise ScriptError("no inputs: list them under `inputs:` in scenario.yml", place=str(scenario.log))
         resumes = set(scenario.doc.resume_before)
         if recorded is not None and not scenario.doc.resume_before:
             resumes = recorded.resumes
-        agents = ctx.get(AGENTS)
-        async with AsyncExitStack() as stack:
-            agent = await stack.enter_async_context(agents.create(options))
-            for number, blocks in turns:
-                if not blocks:
-                    raise ScriptError(
-                        f"turn {number} has no user input to re-run it with", place=str(scenario.log)
-                    )
-                if number in resumes:  # the recording was closed and resumed here: so is the re-run
-                    session = agent.id
-                    await stack.aclose()
-                    agent = await stack.enter_async_context(agents.resume(session, options))
-                hangs = (
-                    []
-                    if recording is None
-                    else [
-                        workspace / entry.end.ready_file
-                        for entry in recording.root.entries
-                        if entry.call.turn == number and isinstance(entry.end, Hang) and entry.end.ready_file
-                    ]
-                )
-                async with anyio.create_task_group() as group:
-                    if hangs:
-                        group.start_soon(_cancel_when_ready, hangs, group.cancel_scope)
-
-                    async def turn(blocks: tuple[UserBlock, ...] = blocks, agent: Agent = agent) -> None:
-                        await agent.run(_prompt(blocks, str(workspace)))
-                        group.cancel_scope.cancel()
-
-                    group.start_soon(turn)
+        plan: list[Action] | None = None
+        if recording is not None and scenario.doc.inputs is None:  # the inputs as recorded
+            log = read_log(scenario.log)
+            plan = plan_of_log(log, resumes) or plan_of_turns(log, resumes)
+        if plan is None:
+            plan = plan_of_doc(scenario, resumes)
+        await _run_plan(ctx, plan, options, scenario, workspace, recording)
         bindings: dict[str | None, str] = {}
         if ctx.has(REPLAY):
             adapter = ctx.get(REPLAY)
             adapter.assert_consumed()
             bindings = adapter.bindings()
+        gate = ctx.get(INBOX_GATE) if ctx.has(INBOX_GATE) else None
+        if isinstance(gate, RecordedInbox):
+            gate.assert_consumed()
         return _in_recorded_order(store.sessions(), bindings, order), out.getvalue()
     finally:
         lifecycle.close()
+
+
+async def _run_plan(
+    ctx: Context,
+    plan: list[Action],
+    options: AgentOptions,
+    scenario: Scenario,
+    workspace: Path,
+    recording: Recording | None,
+) -> None:
+    """Feed the primary agent its plan (see `replay._inputs`): turns run or awaited, steering queued (a scenario's
+    at its step; a recording's through the inbox gate, which admits it where it was logged), resumes."""
+    agents = ctx.get(AGENTS)
+    problems: list[ReplayMismatch] = []
+    timed: dict[tuple[int, int], list[tuple[UserBlock, ...]]] = {}
+    current: list[Agent] = []
+
+    async def steer(agent: Agent, blocks: tuple[UserBlock, ...]) -> None:
+        try:
+            await agent.queue(_prompt(blocks, str(workspace)), target="next-step")
+        except ReplayMismatch as mismatch:  # raised after the plan, as the run's first problem
+            problems.append(mismatch)
+
+    async def steer_at_step(event: AgentEvent) -> None:
+        stored = event.event
+        if not current or event.agent is not current[-1] or stored.type != "assistant/message":
+            return
+        view = stored.view()
+        data = view.data
+        turn, step = getattr(data, "turn", None), getattr(data, "step", None)
+        if turn is None or step is None:
+            return
+        for blocks in timed.pop((turn, step), []):
+            if held:  # a replay's gate holds it until its recorded place, which this turn has yet to reach
+                groups[-1].start_soon(steer, event.agent, blocks)
+            else:
+                await event.agent.queue(_prompt(blocks, str(workspace)), target="next-step")
+
+    held = isinstance(ctx.get(INBOX_GATE) if ctx.has(INBOX_GATE) else None, RecordedInbox)
+    groups: list[anyio.abc.TaskGroup] = []
+    ctx.on(EVENT, steer_at_step)
+    async with AsyncExitStack() as stack:
+
+        async def open_agent(resume: str | None) -> tuple[Agent, anyio.abc.TaskGroup]:
+            made = agents.create(options) if resume is None else agents.resume(resume, options)
+            agent = await stack.enter_async_context(made)
+            group = await stack.enter_async_context(anyio.create_task_group())
+            current.append(agent)
+            groups.append(group)
+            return agent, group
+
+        agent, steering = await open_agent(None)
+        for action in plan:
+            if isinstance(action, Resume):
+                steering.cancel_scope.cancel()
+                session = agent.id
+                await stack.aclose()
+                agent, steering = await open_agent(session)
+            elif isinstance(action, Leave):
+                await agent.queue(_prompt(action.blocks, str(workspace)), wake=False)
+            elif isinstance(action, Steer):
+                if action.step is not None:
+                    timed.setdefault((action.turn, action.step), []).append(action.blocks)
+                else:
+                    steering.start_soon(steer, agent, action.blocks)
+            elif isinstance(action, Woken):
+                with anyio.move_on_after(_WOKEN_WAIT_S):
+                    await agent.wait_turn_end(action.turn)
+                if not (agent.log.state.last_turn >= action.turn and agent.log.state.open_turn is None):
+                    raise ScriptError(
+                        f"turn {action.turn} starts from the agent's inbox (no user prompt opens it), and nothing "
+                        f"started it within {_WOKEN_WAIT_S:g} s",
+                        place=str(scenario.log),
+                    )
+            else:
+                await _run_turn(agent, action, workspace, recording)
+        steering.cancel_scope.cancel()
+    if problems:
+        raise problems[0]
+
+
+async def _run_turn(agent: Agent, action: Run, workspace: Path, recording: Recording | None) -> None:
+    """Run one planned turn; a recorded hang is cancelled once its ready file appears."""
+    hangs = (
+        []
+        if recording is None
+        else [
+            workspace / entry.end.ready_file
+            for entry in recording.root.entries
+            if entry.call.turn == action.turn and isinstance(entry.end, Hang) and entry.end.ready_file
+        ]
+    )
+    async with anyio.create_task_group() as group:
+        if hangs:
+            group.start_soon(_cancel_when_ready, hangs, group.cancel_scope)
+
+        async def turn() -> None:
+            await agent.run(_prompt(action.blocks, str(workspace)))
+            group.cancel_scope.cancel()
+
+        group.start_soon(turn)
 
 
 def _in_recorded_order(

@@ -26,6 +26,7 @@ __all__ = [
     "SCENARIO_FILE",
     "Scenario",
     "ScenarioDoc",
+    "SteerDoc",
     "discover",
     "live_deployment",
     "load_scenario",
@@ -41,6 +42,15 @@ LIVE_TRANSPORT = "plugins.llm_openai"
 RETRY = "plugins.retry"
 
 
+class SteerDoc(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """Steering typed while turn `turn` runs: queued (`next-step`) when its step `step` logs its model message,
+    so it enters the next step (a step that called no tool is followed by one more, for the steering)."""
+
+    turn: int
+    step: int
+    text: str
+
+
 class ScenarioDoc(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     """`scenario.yml`. `deployment`: a deployment file, relative to the scenario (default: replay's own, every core
     plugin and tool). `overlay`: per plugin id, config keys laid over the deployment's (a persona edit, a tool's
@@ -48,7 +58,12 @@ class ScenarioDoc(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     before which the agent is closed and its session resumed (default: where the recording was). `model` and
     `provider`: the agent's (default: what the recording's first request header names). `tools`: per tool name, `live`
     or `recorded` in a replay (default: recorded exactly for the tools whose definition is not hermetic, such as
-    web_fetch and web_search; see replay/_tools.py)."""
+    web_fetch and web_search; see replay/_tools.py). `steer`: steering typed
+    during a turn (see `SteerDoc`). `left_queued`: per turn N in `resume_before`, a prompt queued just before the
+    agent is closed and left unclaimed (a crash), which the resumed agent's inbox starts turn N with; `inputs` then
+    has no entry for turn N. `woken_turns`: turns no user input opens, which the agent's inbox starts (a background
+    child's settlement notice); `inputs` has no entry for them either. A re-run of a recording that logged its
+    inbox feeds the input as the log has it."""
 
     description: str = ""
     deployment: str | None = None
@@ -58,6 +73,9 @@ class ScenarioDoc(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     model: str | None = None
     provider: str | None = None
     tools: dict[str, ToolMode] = msgspec.field(default_factory=dict)
+    steer: list[SteerDoc] = msgspec.field(default_factory=list)
+    left_queued: dict[int, str] = msgspec.field(default_factory=dict)
+    woken_turns: list[int] = msgspec.field(default_factory=list)
 
 
 @dataclass(frozen=True)

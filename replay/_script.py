@@ -51,6 +51,7 @@ from runtime.session import (
     CompactionEnd,
     CompactionSummary,
     CoreEvent,
+    InboxSpliced,
     OpaqueEvent,
     RequestContext,
     RequestHeader,
@@ -64,6 +65,7 @@ from runtime.session import (
 from runtime.session import UserMessage as UserMessageEvent
 
 from ._errors import ScriptError, format_call
+from ._inbox import Delivery, Positions
 from ._source import LogInfo, RecordedLog
 
 if TYPE_CHECKING:
@@ -156,6 +158,8 @@ class Script:
     entries: tuple[ScriptEntry, ...]
     providers: tuple[str, ...]
     windows: Mapping[tuple[str, str], int | None] = field(default_factory=dict)
+    deliveries: tuple[Delivery, ...] = ()
+    """The inputs queued in the log after its seed, in order, with the positions they were spliced at."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,6 +223,8 @@ class _Deriver:
         self.last_turn = 0
         self.open_step: int | None = None
         self.last_step = 0
+        self.positions = Positions()
+        self.deliveries: list[Delivery] = []
 
     def close(self) -> None:
         if self.group is None:
@@ -292,6 +298,7 @@ _READ = frozenset(
         "step/end",
         "request/header",
         "request/context",
+        "agent/inbox/spliced",
         "compaction/summary",
         "compaction/end",
     }
@@ -318,6 +325,11 @@ def _derive(log: RecordedLog) -> _Deriver:
                 walk.chunk(view.data, event, line)
         elif isinstance(view, TurnStart | TurnEnd | StepStart | StepEnd):
             walk.bound(view)
+            walk.positions.feed(view)
+        elif isinstance(view, InboxSpliced):
+            queued = walk.positions.feed(view, event.data)
+            if event.seq >= seed:
+                walk.deliveries.extend(queued)
         elif isinstance(view, RequestHeader):
             walk.providers[view.data.header.config.provider] = None
         elif isinstance(view, RequestContext):
@@ -346,7 +358,7 @@ def derive_script(log: RecordedLog, overrides: Overrides | None = None) -> Scrip
                 place=entry.place,
                 call=entry.call,
             )
-    return Script(log.info, entries, providers, walk.windows)
+    return Script(log.info, entries, providers, walk.windows, tuple(walk.deliveries))
 
 
 def recorded_turns(log: RecordedLog) -> tuple[RecordedTurn, ...]:

@@ -94,17 +94,19 @@ class InProcessRun:
         return self._result
 
 
-def child_options(parent: Agent) -> AgentOptions:
-    """The parent's options, with the parent's workspace made explicit."""
-    return dataclasses.replace(parent.options, cwd=parent.cwd)
+def child_options(parent: Agent, request: SubagentRequest | None = None) -> AgentOptions:
+    """The parent's options, with the parent's workspace made explicit (and, for a continuable child, marked as
+    running in the background)."""
+    background = request is not None and request.mode == "continuable"
+    return dataclasses.replace(parent.options, cwd=parent.cwd, background=background)
 
 
-def _compose(child: Agent, provider: str, label: str | None) -> None:
+def _compose(child: Agent, provider: str, request: SubagentRequest) -> None:
     """Everything the child needs before its first request: the delegation context and the descriptor."""
     child.ctx.get(SYSTEM_PROMPT).context(DELEGATION_CONTEXT)
     descriptor = SubagentDescriptor(
         data=SubagentDescriptorData(
-            version=DESCRIPTOR_VERSION, mode="one-shot", provider=provider, label=label
+            version=DESCRIPTOR_VERSION, mode=request.mode, provider=provider, label=request.label
         )
     )
     logged = False
@@ -128,9 +130,9 @@ def spawn_provider(ctx: Context, name: str = "spawn") -> SubagentProvider:
         parent = request.parent
         agents = ctx.get(AGENTS)
         async with agents.create(
-            child_options(parent), parent=parent, spawned_by=request.spawned_by
+            child_options(parent, request), parent=parent, spawned_by=request.spawned_by
         ) as child:
-            _compose(child, name, request.label)
+            _compose(child, name, request)
             yield InProcessRun(child, request)
 
     return SubagentProvider(name=name, inherits_parent_context=False, start=start)
@@ -145,9 +147,9 @@ def fork_provider(ctx: Context, name: str = "fork") -> SubagentProvider:
         parent = request.parent
         agents = ctx.get(AGENTS)
         async with agents.fork(
-            parent.id, child_options(parent), parent=parent, spawned_by=request.spawned_by
+            parent.id, child_options(parent, request), parent=parent, spawned_by=request.spawned_by
         ) as child:
-            _compose(child, name, request.label)
+            _compose(child, name, request)
             yield InProcessRun(child, request)
 
     return SubagentProvider(name=name, inherits_parent_context=True, start=start)

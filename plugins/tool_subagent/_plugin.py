@@ -4,8 +4,10 @@ lifecycle events, and re-words it from whichever provider object arrives."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Literal
 
 import anyio
 import msgspec
@@ -20,11 +22,12 @@ from plugins.subagent import (
     SubagentResult,
     SubagentView,
 )
-from runtime.kernel import ConfigError, Context, Disposer, Plugin
+from runtime.kernel import ConfigError, Context, Plugin
 from runtime.session import SpawnedBy
 from runtime.tools import TOOLS, Tool, ToolContext, ToolResult
 from runtime.tools.definition import TOOL_NAME
 
+from ._continuable import Children, send_message_tool, start_continuable
 from ._wording import parameters, wording
 
 __all__ = ["ToolSubagentConfig", "default_tool_name", "plugin", "render_result", "subagent_tool"]
@@ -41,10 +44,14 @@ _HEADLINES = {
 
 class ToolSubagentConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """`provider`: the subagent provider the tool delegates to (required). `tool_name`: what the model calls;
-    by default `subagent` for `spawn` and `subagent_<provider>` otherwise (`subagent_fork` for `fork`)."""
+    by default `subagent` for `spawn` and `subagent_<provider>` otherwise (`subagent_fork` for `fork`).
+    `background_mode`: `one-shot` (the call waits for the child's answer) or `continuable` (the child runs in the
+    background, the call returns its durable id; reports and settlement notices arrive in this agent's inbox, and
+    a `send_message` tool gives the child more work)."""
 
     provider: str
     tool_name: str | None = None
+    background_mode: Literal["one-shot", "continuable"] = "one-shot"
 
 
 def default_tool_name(provider: str) -> str:
@@ -68,9 +75,13 @@ def render_result(result: SubagentResult) -> ToolResult:
     return ToolResult(text, is_error=True, code=code, meta=result.meta)
 
 
-def subagent_tool(name: str, provider: SubagentProvider, subagents: SubagentView) -> Tool:
-    """The tool `name`, worded from `provider`, delegating to the provider of that name through `subagents`."""
-    words = wording(provider.inherits_parent_context)
+def subagent_tool(
+    name: str, provider: SubagentProvider, subagents: SubagentView, *, children: Children | None = None
+) -> Tool:
+    """The tool `name`, worded from `provider`, delegating to the provider of that name through `subagents`. With
+    `children` it is continuable: it starts children in the background (see `_continuable`)."""
+    continuable = children is not None
+    words = wording(provider.inherits_parent_context, continuable=continuable)
     provider_name = provider.name
 
     async def execute(arguments: dict[str, Any], context: ToolContext) -> ToolResult:
@@ -80,7 +91,8 @@ def subagent_tool(name: str, provider: SubagentProvider, subagents: SubagentView
                 "NO_CALLING_AGENT",
                 f'the "{name}" tool requires a calling agent: it runs only inside an agent turn',
             )
-        if arguments.get("run_in_background"):
+        background = arguments.get("run_in_background", True) if continuable else False
+        if arguments.get("run_in_background") and not continuable:
             return ToolResult.error(
                 "INVALID_ARGUMENTS",
                 f'run_in_background is disabled for this tool instance ("{name}"): dsh runs subagents in the '
@@ -98,6 +110,11 @@ def subagent_tool(name: str, provider: SubagentProvider, subagents: SubagentView
             label=arguments["description"] or None,
         )
         try:
+            if background and children is not None:
+                child_id = await start_continuable(
+                    subagents, provider_name, dataclasses.replace(request, mode="continuable"), children
+                )
+                return ToolResult(f"started subagent {child_id}")
             async with subagents.start(provider_name, request) as run:
                 result = await run.result()
         except SubagentError as error:
@@ -115,7 +132,7 @@ def subagent_tool(name: str, provider: SubagentProvider, subagents: SubagentView
     return Tool(
         name=name,
         description=words.description,
-        parameters=parameters(provider.inherits_parent_context),
+        parameters=parameters(provider.inherits_parent_context, continuable=continuable),
         execute=execute,
     )
 
@@ -130,10 +147,21 @@ def _apply(ctx: Context, config: ToolSubagentConfig) -> None:
         )
     subagents = ctx.get(SUBAGENTS)
     tools = ctx.get(TOOLS)
-    mounted: list[tuple[SubagentProvider, Disposer]] = []  # at most one: the provider the tool is worded from
+    mounted: list[
+        tuple[SubagentProvider, Callable[[], None]]
+    ] = []  # at most one: the provider the tool is worded from
+
+    children = Children() if config.background_mode == "continuable" else None
 
     def mount(provider: SubagentProvider) -> None:
-        disposer = tools.register(subagent_tool(name, provider, subagents))
+        disposers = [tools.register(subagent_tool(name, provider, subagents, children=children))]
+        if children is not None:
+            disposers.append(tools.register(send_message_tool(children)))
+
+        def disposer() -> None:
+            for undo in reversed(disposers):
+                undo()
+
         mounted.append((provider, disposer))
 
     async def on_added(provider: SubagentProvider) -> None:

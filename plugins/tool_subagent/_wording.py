@@ -49,18 +49,34 @@ _FORK = Wording(
 )
 
 
-def wording(inherits_parent_context: bool) -> Wording:
-    """The fork wording for a child that inherits this conversation's completed turns, else the spawn wording."""
-    return _FORK if inherits_parent_context else _SPAWN
+_CONTINUABLE = (
+    " This tool runs in the background by default: it returns a durable subagent id at once and keeps the "
+    "child's conversation available for later turns. When a run settles, a notice with its outcome and its closing "
+    "message arrives as your next input; `send_message` gives the same child more work. Set "
+    "`run_in_background: false` only when your next action depends on the result."
+)
+_BACKGROUND_PARAMETER = (
+    "Whether to run in the background and return a durable subagent id at once. Defaults to true. Set false to "
+    "wait for the result when your next action depends on it."
+)
 
 
-def parameters(inherits_parent_context: bool) -> dict[str, Any]:
-    """The tool's parameters, as the original's tool takes them (`description`, `prompt`; both required)."""
-    return {
-        "type": "object",
-        "properties": {
-            "description": {"type": "string", "description": LABEL_DESCRIPTION},
-            "prompt": {"type": "string", "description": wording(inherits_parent_context).prompt},
-        },
-        "required": ["description", "prompt"],
+def wording(inherits_parent_context: bool, *, continuable: bool = False) -> Wording:
+    """The fork wording for a child that inherits this conversation's completed turns, else the spawn wording;
+    a continuable tool says it runs in the background and returns a durable subagent id instead of waiting."""
+    words = _FORK if inherits_parent_context else _SPAWN
+    if continuable:
+        return Wording(words.description.removesuffix(_WAITS) + _CONTINUABLE, words.prompt)
+    return words
+
+
+def parameters(inherits_parent_context: bool, *, continuable: bool = False) -> dict[str, Any]:
+    """The tool's parameters, as the original's tool takes them (`description`, `prompt`; both required; and
+    `run_in_background` for a continuable tool)."""
+    properties: dict[str, Any] = {
+        "description": {"type": "string", "description": LABEL_DESCRIPTION},
+        "prompt": {"type": "string", "description": wording(inherits_parent_context).prompt},
     }
+    if continuable:
+        properties["run_in_background"] = {"type": "boolean", "description": _BACKGROUND_PARAMETER}
+    return {"type": "object", "properties": properties, "required": ["description", "prompt"]}

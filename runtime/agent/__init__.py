@@ -2,6 +2,7 @@
 
 from ._agent import Agent as Agent
 from ._agent import AgentOptions as AgentOptions
+from ._agent import InboxInput as InboxInput
 from ._events import ERROR as ERROR
 from ._events import EVENT as EVENT
 from ._events import PRE_STEP as PRE_STEP
@@ -19,6 +20,12 @@ from ._events import RequestFailure as RequestFailure
 from ._events import RequestInfo as RequestInfo
 from ._events import Retry as Retry
 from ._events import StepGate as StepGate
+from ._inbox import BOUNDARY_TYPES as BOUNDARY_TYPES
+from ._inbox import INBOX_GATE as INBOX_GATE
+from ._inbox import ImmediateGate as ImmediateGate
+from ._inbox import InboxGate as InboxGate
+from ._inbox import InputSource as InputSource
+from ._inbox import Splice as Splice
 from ._loop import ABORTED as ABORTED
 from ._loop import NoModelError as NoModelError
 from ._loop import TurnLimitError as TurnLimitError
@@ -34,6 +41,13 @@ from ._registry import plugin as plugin
 __all__ = [
     "ABORTED",
     "AGENTS",
+    "BOUNDARY_TYPES",
+    "INBOX_GATE",
+    "ImmediateGate",
+    "InboxGate",
+    "InboxInput",
+    "InputSource",
+    "Splice",
     "AbortKind",
     "ERROR",
     "EVENT",

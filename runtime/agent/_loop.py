@@ -164,15 +164,17 @@ class _Turn:
         self.assembler: BlockAssembler | None = None
         self.stream_seqs: list[int] = []
         self.stream_route: tuple[str, str] = ("", "")
+        self.ended = False
 
     # ------------------------------------------------------------------ the happy path
 
-    async def run(self, prompt: tuple[UserBlock, ...]) -> TurnOutcome:
+    async def run(self) -> TurnOutcome:
         agent = self.agent
-        pending: tuple[UserBlock, ...] | None = prompt
         while True:
             if self.step >= agent.options.max_steps:
                 raise TurnLimitError(agent.id, agent.options.max_steps)
+            # the first step takes the queued prompt and any steering, later steps the steering (spec §2.1)
+            entering = await agent.claim(*(("next-step", "next-turn") if self.step == 0 else ("next-step",)))
             self.step += 1
             assembly = await agent.ctx.get(SYSTEM_PROMPT).assemble(assemble_context_for(agent))
             system = render_prompt(assembly)
@@ -188,9 +190,8 @@ class _Turn:
                 return await self.end(TurnEndReason(kind="blocked", message=gate.reason))
             await agent.append(StepStart(data=StepData(turn=self.turn, step=self.step)))
             self.step_open = True
-            if pending is not None:
-                await self.user_message(pending, UserSource())
-                pending = None
+            for item in entering:
+                await agent.append(UserMessageEvent(data=item.message, surface_op="append"), written=item.raw)
             if snapshot and snapshot != agent.snapshot:  # the log's state: the newest snapshot on the surface
                 await self.user_message((TextBlock(snapshot),), _SNAPSHOT_SOURCE)
             route = await agent.ctx.waterfall(
@@ -218,7 +219,7 @@ class _Turn:
                 await self.run_tools(calls)
             await agent.append(StepEnd(data=StepData(turn=self.turn, step=self.step)))
             self.step_open = False
-            if not calls:
+            if not calls and not agent.pending("next-step"):  # steering keeps the turn going
                 return await self.end(TurnEndReason(kind="max-tokens" if self.max_tokens else "completed"))
 
     async def user_message(self, blocks: tuple[UserBlock, ...], source: UserSource | PluginSource) -> None:
@@ -423,6 +424,7 @@ class _Turn:
             await agent.append(StepEnd(data=StepData(turn=self.turn, step=self.step)))
             self.step_open = False
         await agent.append(TurnEnd(data=TurnEndData(turn=self.turn, reason=reason)))
+        self.ended = True  # a cancellation from here on (the flush) leaves the turn as it ended
         await agent.log.flush()
         assert reason.kind != "interrupted", "only crash repair ends a turn interrupted"
         return TurnOutcome(turn=self.turn, kind=reason.kind, text=self.text, failure=reason.error)
@@ -435,19 +437,19 @@ class _Turn:
         return TurnOutcome(turn=self.turn, kind="error", text=outcome.text, failure=failure, error=error)
 
     async def abort(self, who: AbortKind) -> None:
+        if self.ended:
+            return
         await self.keep_interrupted()
         await self.end(TurnEndReason(kind="aborted", reason=AbortReason(kind=who)))
 
 
-async def run_turn(
-    agent: Agent, prompt: tuple[UserBlock, ...], *, cancelled_by: AbortKind = "user"
-) -> TurnOutcome:
-    """Run one turn of `agent` with `prompt` as the user's message (see the module docstring). A cancellation
-    ends it `aborted{cancelled_by}`."""
+async def run_turn(agent: Agent, *, cancelled_by: AbortKind = "user") -> TurnOutcome:
+    """Run one turn of `agent`, started by the input waiting in its inbox (see the module docstring). The caller
+    holds the agent's turn lock. A cancellation ends it `aborted{cancelled_by}`."""
     turn = _Turn(agent, agent.log.state.last_turn + 1, cancelled_by)
     await agent.append(TurnStart(data=TurnStartData(turn=turn.turn)))
     try:
-        return await turn.run(prompt)
+        return await turn.run()
     except anyio.get_cancelled_exc_class():
         with anyio.CancelScope(shield=True):
             await turn.abort(cancelled_by)

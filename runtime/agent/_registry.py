@@ -1,10 +1,13 @@
-"""`AgentRegistry` (service `AGENTS`): creates, resumes and forks agents over the session store and disposes them;
+"""`AgentRegistry` (service `AGENTS`): creates, resumes and forks agents over the session store, serves their inboxes
+while they are open (a prompt waiting starts a turn) and disposes them;
 and the `agent` plugin, which provides it and registers the `model` and `cwd` prompt variables the loop owns."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+
+import anyio
 
 from runtime.kernel import Context, NoConfig, Plugin, ServiceKey
 from runtime.llm import LLM
@@ -101,9 +104,26 @@ class AgentRegistry:
         async with open_log(self.store, session_id, repair=not fresh) as log:
             scope = self._ctx.scoped(f"agent:{session_id}")
             try:
-                agent = Agent(self, scope, log, options, parent=parent)
-                self._live[session_id] = agent
-                yield agent
+                try:
+                    async with anyio.create_task_group() as group:
+                        agent = Agent(self, scope, log, options, parent=parent, tasks=group)
+                        self._live[session_id] = agent
+                        group.start_soon(agent.serve)  # turns started by input, not by the caller
+                        try:
+                            yield agent
+                        finally:
+                            group.cancel_scope.cancel()
+                except BaseExceptionGroup as grouped:
+                    # `serve` never raises (turns end in turn/end, not exceptions) and background work contains its
+                    # own failures, so the group holds only the caller's own exception: give it back unwrapped
+                    if len(grouped.exceptions) == 1:
+                        raise grouped.exceptions[0] from grouped
+                    raise
+                finally:
+                    # a turn or background work cancelled with the agent may have been flushing: what it appended
+                    # is committed before the log closes (the writer is still running here)
+                    with anyio.CancelScope(shield=True):
+                        await log.flush()
             finally:
                 self._live.pop(session_id, None)
                 scope.dispose()

@@ -3,8 +3,9 @@ streams it; Ctrl-C cancels the running turn (it is logged aborted), Ctrl-C at th
 and Ctrl-D exit; slash commands fork the session, list sessions and show the rendered system prompt.
 
 At a terminal, lines are edited with prompt_toolkit (arrows, Ctrl-R search, a pasted block as one message, history
-kept next to the store file), and a line typed while a turn runs is queued, shown as such, and runs when the turn
-ends; piped input is read line by line as it is."""
+kept next to the store file), and a line typed while a turn runs steers it: it is queued in the agent's inbox
+(shown as queued) and enters the turn at its next step (shown as entering); a line the turn never took in (it was
+cancelled, or it ended first) starts the next turn. Piped input is read line by line as it is."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from runtime.agent import AGENTS, Agent, AgentOptions, assemble_context_for, last_turn_end
+from runtime.agent import AGENTS, EVENT, Agent, AgentEvent, AgentOptions, assemble_context_for, last_turn_end
 from runtime.host import (
     ConfigOption,
     CwdOption,
@@ -40,7 +41,9 @@ from runtime.host import (
     resolve_session,
 )
 from runtime.kernel import DshError
+from runtime.llm import TextBlock, UserSource
 from runtime.prompt import SYSTEM_PROMPT, render_prompt
+from runtime.session import UserMessage as UserMessageEvent
 from runtime.session import is_postgres_url
 
 from .sessions_cmd import sessions_table
@@ -280,30 +283,59 @@ class _Chat:
                 self.out.print(line, markup=False)
             yield line
 
-    async def _turn(self, agent: Agent, text: str) -> None:
-        async with anyio.create_task_group() as group:
-            ahead = self.reader.ahead()
-            if ahead is not None:
-                group.start_soon(self._queue, ahead)
-            with anyio.CancelScope() as scope:
-                self.interrupts.turn = scope
-                try:
-                    await agent.run(text)
-                finally:
-                    self.interrupts.turn = None
-            group.cancel_scope.cancel()
+    async def _turn(self, agent: Agent, text: str | None, steering: list[str] | None = None) -> None:
+        """Run a turn with `text` (None: with the steering left waiting, `steering` its lines)."""
+        steering = [] if steering is None else steering
 
-    async def _queue(self, ahead: LineReader) -> None:
-        """Queue each line typed while the turn runs, and say so; Ctrl-D (end of input) leaves after them."""
+        async def entering(event: AgentEvent) -> None:
+            view = event.event.view()
+            if event.agent is not agent or not isinstance(view, UserMessageEvent) or not steering:
+                return
+            message = view.data
+            said = "".join(b.text for b in message.content if isinstance(b, TextBlock))
+            if isinstance(message.source, UserSource) and said == steering[0]:
+                steering.pop(0)
+                self.out.print(f"[dim]entering this step: {escape(said)}[/]", highlight=False)
+
+        dispose = agent.ctx.on(EVENT, entering)
+        try:
+            async with anyio.create_task_group() as group:
+                ahead = self.reader.ahead()
+                if ahead is not None:
+                    group.start_soon(self._queue, agent, ahead, steering)
+                with anyio.CancelScope() as scope:
+                    self.interrupts.turn = scope
+                    try:
+                        await agent.run(text)
+                    finally:
+                        self.interrupts.turn = None
+                group.cancel_scope.cancel()
+        finally:
+            dispose()
+        if steering and not self.interrupts.exiting:
+            # the turn ended (or was cancelled) before its next step: the steering starts the next turn
+            await self._turn(agent, None, steering)
+
+    async def _queue(self, agent: Agent, ahead: LineReader, steering: list[str]) -> None:
+        """Queue each line typed while the turn runs as steering, and say so; Ctrl-D (end of input) leaves after
+        the turn. A line typed once the turn has ended runs as the next turn."""
         while True:
             line = await ahead.readline()
             if line is None:
                 self.leave_when_done = True
                 return
             text = _KEY_ESCAPES.sub("", line)
-            if text.strip():
+            if not text.strip():
+                continue
+            self.reader.remember(text)
+            if agent.busy:
+                steering.append(text)
+                await agent.queue(text, target="next-step")
+                self.out.print(
+                    f"[dim]queued: {escape(text)} · enters this turn at its next step[/]", highlight=False
+                )
+            else:
                 self.queued.append(text)
-                self.reader.remember(text)
                 self.out.print(
                     f"[dim]queued ({len(self.queued)}): {escape(text)} · runs when this turn ends[/]",
                     highlight=False,

@@ -29,6 +29,8 @@ class TerminalView:
         self._mode: str | None = None  # "text" | "reasoning" while a block streams
 
     async def on_event(self, event: AgentEvent) -> None:
+        if event.agent.options.background:
+            return  # a background child's work reaches the user through its parent (reports, notices)
         view = event.event.view()  # the typed event the agent appended: nothing is decoded
         if isinstance(view, AssistantChunk):
             self._chunk(view.data.chunk)

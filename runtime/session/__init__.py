@@ -38,6 +38,9 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from ._events import Event as Event
     from ._events import HeaderConfig as HeaderConfig
     from ._events import HeaderReason as HeaderReason
+    from ._events import InboxSpliced as InboxSpliced
+    from ._events import InboxSplicedData as InboxSplicedData
+    from ._events import InboxTarget as InboxTarget
     from ._events import LlmRetry as LlmRetry
     from ._events import LlmRetryData as LlmRetryData
     from ._events import LlmRetryStarted as LlmRetryStarted
@@ -101,6 +104,7 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from ._repair import load_state as load_state
     from ._repair import resume as resume
     from ._rules import SNAPSHOT_FORM as SNAPSHOT_FORM
+    from ._rules import InboxItem as InboxItem
     from ._rules import LogState as LogState
     from ._rules import SurfaceNode as SurfaceNode
     from ._services import Clock as Clock
@@ -143,6 +147,10 @@ __all__ = [
     "HeaderConfig",
     "HeaderReason",
     "IdMinter",
+    "InboxItem",
+    "InboxSpliced",
+    "InboxSplicedData",
+    "InboxTarget",
     "InvalidBoundaryError",
     "LEASE_TTL_MS",
     "Lease",
@@ -275,6 +283,9 @@ _LAZY = {
     "Event": "._events",
     "HeaderConfig": "._events",
     "HeaderReason": "._events",
+    "InboxSpliced": "._events",
+    "InboxSplicedData": "._events",
+    "InboxTarget": "._events",
     "LlmRetry": "._events",
     "LlmRetryData": "._events",
     "LlmRetryStarted": "._events",
@@ -338,6 +349,7 @@ _LAZY = {
     "load_state": "._repair",
     "resume": "._repair",
     "SNAPSHOT_FORM": "._rules",
+    "InboxItem": "._rules",
     "LogState": "._rules",
     "SurfaceNode": "._rules",
     "Clock": "._services",

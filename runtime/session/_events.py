@@ -43,6 +43,9 @@ __all__ = [
     "Event",
     "HeaderConfig",
     "HeaderReason",
+    "InboxSpliced",
+    "InboxSplicedData",
+    "InboxTarget",
     "LlmRetry",
     "LlmRetryData",
     "LlmRetryStarted",
@@ -333,6 +336,21 @@ class SubagentDescriptorData(_Wire, frozen=True, kw_only=True):
     label: str | None = None
 
 
+InboxTarget = Literal["next-turn", "next-step"]
+"""Which queue of an agent's inbox: `next-turn` (a prompt: it starts the next turn) or `next-step` (steering: it
+enters the running turn at its next step)."""
+
+
+class InboxSplicedData(_Wire, frozen=True, kw_only=True):
+    """`agent/inbox/spliced`: one mutation of queue `target`: `removed_count` items from `start` replaced by
+    `inserted` (a queued input appends at the end; a claim removes from the front)."""
+
+    target: InboxTarget
+    start: int
+    inserted: tuple[UserTurnMessage, ...]
+    removed_count: int | None = None
+
+
 class SessionTitleData(_Wire, frozen=True, kw_only=True):
     title: str
     message_seqs: tuple[int, ...] = ()
@@ -440,6 +458,12 @@ class SessionTitle(Event, tag="session/title", frozen=True, kw_only=True):
     data: SessionTitleData
 
 
+class InboxSpliced(Event, tag="agent/inbox/spliced", frozen=True, kw_only=True):
+    """A queue mutation of the agent's inbox: logged when input is queued and when a turn claims it."""
+
+    data: InboxSplicedData
+
+
 class OpaqueEvent(msgspec.Struct, frozen=True, kw_only=True):
     """An event of a type dsh does not know: kept verbatim, never projected."""
 
@@ -472,6 +496,7 @@ CoreEvent = (
     | LlmRetryStarted
     | SubagentDescriptor
     | SessionTitle
+    | InboxSpliced
 )
 
 EVENT_TYPES: Mapping[str, type[Event]] = {
@@ -498,6 +523,7 @@ EVENT_TYPES: Mapping[str, type[Event]] = {
         LlmRetryStarted,
         SubagentDescriptor,
         SessionTitle,
+        InboxSpliced,
     )
 }
 """The one tag -> type table: every reader of the log (store, JSONL, rules, projection, replay, CLI, plugins)
@@ -586,7 +612,19 @@ def _upgrade_tool_result(data: dict[str, Any], seq: int) -> dict[str, Any]:
     return {**data, "message": message}
 
 
+def _upgrade_spliced(data: dict[str, Any], seq: int) -> dict[str, Any]:
+    inserted = data.get("inserted")
+    if isinstance(inserted, list):
+        for item in inserted:
+            if isinstance(item, dict):
+                _message_id(item, seq)
+                _source_kind(item)
+                item.setdefault("role", "user")
+    return data
+
+
 _UPGRADES: dict[str, Callable[[dict[str, Any], int], dict[str, Any]]] = {
+    "agent/inbox/spliced": _upgrade_spliced,
     "user/message": _upgrade_user,
     "assistant/message": _upgrade_assistant,
     "tool/result": _upgrade_tool_result,

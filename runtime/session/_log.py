@@ -145,6 +145,11 @@ class SessionLog:
                 batch, self._pending = self._pending, []
                 try:
                     await anyio.to_thread.run_sync(self._insert, batch)
+                except anyio.get_cancelled_exc_class():
+                    # cancelled before the thread started (once started, the insert is waited for): the batch is
+                    # still uncommitted, so it goes back for `_commit_rest` to write
+                    self._pending[:0] = batch
+                    raise
                 except Exception as error:  # handed to every later append/flush of this log, raised there
                     self._failure = error
                     self._progress.set()

@@ -11,13 +11,23 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from runtime.llm import Message, PluginSource, TextBlock, ToolCallBlock, ToolResultBlock, ToolSource
+from runtime.llm import (
+    Message,
+    PluginSource,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    ToolSource,
+    UserMessage,
+)
 
 from ._errors import LogRuleError
 from ._events import (
     SURFACE_TYPES,
     AssistantMessageData,
     EpochHeader,
+    InboxSplicedData,
+    InboxTarget,
     Replace,
     RequestContextData,
     RequestHeaderData,
@@ -32,7 +42,15 @@ from ._events import (
     encode_data,
 )
 
-__all__ = ["SNAPSHOT_FORM", "LogState", "OpenToolCall", "SurfaceFold", "SurfaceNode", "message_json"]
+__all__ = [
+    "SNAPSHOT_FORM",
+    "InboxItem",
+    "LogState",
+    "OpenToolCall",
+    "SurfaceFold",
+    "SurfaceNode",
+    "message_json",
+]
 
 _CORE = core_event_types()
 _LEGACY = {"request/header-delta": "headers are full request/header snapshots (reason initial/resume/change)"}
@@ -46,6 +64,7 @@ _DECODED = SURFACE_TYPES | {
     "tool/call",
     "request/header",
     "request/context",
+    "agent/inbox/spliced",
 }
 """The types whose data the rules read (the loop's and the surface's integrity lives there): decoded strictly on
 every feed. The data of the other known types is decoded by their readers, as the original does."""
@@ -189,6 +208,22 @@ class OpenToolCall:
     call_seq: int | None
 
 
+@dataclass(frozen=True, slots=True)
+class InboxItem:
+    """One input waiting in an agent's inbox: the message and its JSON text as it was queued (a source the original
+    writes with fields dsh does not model, `subagent-report{form, senderSessionId}`, enters the step unchanged)."""
+
+    message: UserMessage
+    raw: str
+
+
+class _Inserted(msgspec.Struct):
+    inserted: list[msgspec.Raw] = msgspec.field(default_factory=list)
+
+
+_INSERTED = msgspec.json.Decoder(_Inserted)
+
+
 @dataclass(slots=True)
 class LogState:
     """What the log's rules need to know about everything before `next_seq`, and what the agent loop reads back
@@ -210,6 +245,9 @@ class LogState:
     header_seq: int | None = None
     request_context: RequestContextData | None = None
     seed_end: int | None = None
+    inbox: dict[InboxTarget, list[InboxItem]] = field(
+        default_factory=lambda: {"next-turn": [], "next-step": []}
+    )
 
     @property
     def header_written(self) -> bool:
@@ -351,6 +389,24 @@ class LogState:
             self.request_context = data
         elif kind == "session/end-seed":
             self.seed_end = event.seq
+        elif isinstance(data, InboxSplicedData):
+            self._splice(event, data)
+
+    def _splice(self, event: StoredEvent, data: InboxSplicedData) -> None:
+        queue = self.inbox[data.target]
+        removed = data.removed_count or 0
+        if not 0 <= data.start <= len(queue) or removed < 0 or data.start + removed > len(queue):
+            raise LogRuleError(
+                f"agent/inbox/spliced start {data.start} removedCount {removed} is outside the {data.target} "
+                f"queue, which holds {len(queue)} item(s)",
+                rule="inbox.splice",
+                seq=event.seq,
+            )
+        raws = _INSERTED.decode(event.data).inserted if data.inserted else []
+        items = [
+            InboxItem(message, bytes(raw).decode()) for message, raw in zip(data.inserted, raws, strict=True)
+        ]
+        queue[data.start : data.start + removed] = items
 
 
 def _check_model_source(event: StoredEvent, data: AssistantMessageData) -> None:

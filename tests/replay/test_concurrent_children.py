@@ -1,7 +1,9 @@
 """Replay determinism for concurrent children: a parent whose one step makes two `subagent` (spawn) calls and one
 `subagent_fork` call at once is recorded by the real loop (a scripted model, one script per child), exported as a
 scenario directory, and re-run many times in a row: every run matches the recording's skeleton, binds each child
-to the recorded log its tool call spawned, and writes byte-identical logs."""
+to the recorded log its tool call spawned, and writes byte-identical logs. The same holds for background
+(continuable) children, whose reports and settlement notices reach the parent's inbox in whatever order the
+scheduler runs them while recording, and exactly where the recording has them in every re-run."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from runtime.kernel import (
     NoConfig,
     Plugin,
     PluginEntry,
+    decode_plugin_config,
     load_deployment,
     load_deployment_into,
 )
@@ -53,9 +56,28 @@ def meets_siblings(
     return stream
 
 
-def scripted_deployment(adapter: ScriptedAdapter) -> Deployment:
-    """replay's default deployment (what a re-run loads) with the live transport swapped for `adapter`."""
+def scripted_deployment(adapter: ScriptedAdapter, *, continuable: bool = False) -> Deployment:
+    """replay's default deployment (what a re-run loads) with the live transport swapped for `adapter` (and, with
+    `continuable`, the `subagent` tool in `background_mode: continuable`, as the scenario's overlay sets it)."""
     deployment = load_deployment(DEFAULT_DEPLOYMENT)
+    if continuable:
+        deployment = Deployment(
+            deployment.path,
+            tuple(
+                PluginEntry(
+                    e.id,
+                    e.use,
+                    e.plugin,
+                    decode_plugin_config(
+                        type(e.config), {"provider": "spawn", "background_mode": "continuable"}, plugin=e.id
+                    ),
+                    e.line,
+                )
+                if e.id == "tool-subagent"
+                else e
+                for e in deployment.plugins
+            ),
+        )
 
     def register(ctx: Context, config: NoConfig) -> None:
         ctx.get(LLM).register("scripted", adapter)
@@ -197,3 +219,143 @@ def test_children_numbered_against_creation_order_are_compared_with_the_log_they
     result = anyio.run(lambda: rerun(load_scenario(renumbered)))
     assert result.divergence is None, result.divergence
     assert [info.spawned_by.call_id for info, _ in result.logs[1:] if info.spawned_by] == ["c", "a", "b"]
+
+
+BACKGROUND = ("x", "y")
+
+
+def reporting(call_id: str) -> tuple[str, str, str]:
+    return (call_id, "subagent", json.dumps({"description": f"Task {call_id}", "prompt": f"Find {call_id}."}))
+
+
+async def record_background(scratch: Path, workspace: Path) -> list[bytes]:
+    """A parent that starts two continuable children in one step and answers at once; each child reports, then
+    settles; the parent's inbox starts as many turns as the arrivals make; then one more user turn."""
+    arrived: list[str] = []
+    together = anyio.Event()
+
+    def meets(*chunks: StreamChunk) -> Callable[[LlmRequest], AsyncIterator[StreamChunk]]:
+        async def stream(request: LlmRequest) -> AsyncIterator[StreamChunk]:
+            arrived.append(str(request.session_id))
+            if len(arrived) == len(BACKGROUND):
+                together.set()
+            await together.wait()
+            for chunk in chunks:
+                yield chunk
+
+        return stream
+
+    adapter = ScriptedAdapter(
+        scripts={
+            "parent": [
+                calls(*(reporting(c) for c in BACKGROUND)),
+                text("Both started."),
+                *[text("noted")] * 8,
+            ],
+            **{
+                c: [
+                    meets(*calls((f"{c}1", "report", json.dumps({"output": f"found {c}"})))),
+                    text(f"done {c}"),
+                ]
+                for c in BACKGROUND
+            },
+        }
+    )
+    with SessionStore(scratch / "record.db", clock=FixedClock(1_000, 1), ids=CountingIds()) as store:
+        ctx = Context()
+        ctx.provide(STORE, store)
+
+        def key(request: LlmRequest) -> str:
+            assert request.session_id is not None
+            spawned = store.info(request.session_id).spawned_by
+            return "parent" if spawned is None else spawned.call_id
+
+        adapter.key = key
+        loaded = load_deployment_into(ctx, scripted_deployment(adapter, continuable=True))
+        try:
+            options = AgentOptions(provider="scripted", model="scripted", cwd=workspace)
+            agents = ctx.get(AGENTS)
+            async with agents.create(options) as parent:
+                await parent.run("Start both searches in the background.")
+                with anyio.fail_after(10):
+                    while (
+                        True
+                    ):  # every child settled, and the parent's inbox has taken in everything they sent
+                        children = [a for a in agents.live() if a.parent is parent]
+                        settled = len(children) == len(BACKGROUND) and all(
+                            c.log.state.last_turn >= 1 and not c.busy for c in children
+                        )
+                        notices = sum(
+                            1 for e in parent.log.state.surface.nodes if "finished and will do" in e.message
+                        )
+                        if settled and notices == len(BACKGROUND) and not parent.busy:
+                            break
+                        await anyio.sleep(0.01)
+                await parent.run("Thanks.")
+        finally:
+            for plugin in reversed(loaded):
+                plugin.unload()
+            ctx.dispose()
+        assert len(set(arrived)) == 2, "the two children were mid-call at once"
+        sessions = sorted(store.sessions(), key=lambda info: (info.created_at, info.id))
+        return [
+            b"".join(write_jsonl(info, store.events(info.id))).replace(str(workspace).encode(), b"{{cwd}}")
+            for info in sessions
+        ]
+
+
+@pytest.fixture(scope="module")
+def recorded_background(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    base = tmp_path_factory.mktemp("background")
+    workspace, directory = base / "workspace", base / "scenario"
+    workspace.mkdir()
+    directory.mkdir()
+    root, *children = anyio.run(record_background, base, workspace)
+    assert len(children) == 2
+    (directory / "session.jsonl").write_bytes(root)
+    for number, child in enumerate(children, 1):
+        (directory / f"session.{number}.jsonl").write_bytes(child)
+    (directory / "scenario.yml").write_text("overlay:\n  tool-subagent: {background_mode: continuable}\n")
+    return directory
+
+
+def test_background_children_report_into_the_parent_inbox_and_wake_it(recorded_background: Path) -> None:
+    root = read_log(recorded_background / "session.jsonl")
+    kinds = []
+    for event, _ in root.events():
+        if event.type == "agent/inbox/spliced":
+            data = json.loads(event.data)
+            kinds += [item["source"]["kind"] for item in data["inserted"]]
+    assert sorted(kinds) == sorted(["user", "user", *["subagent-report"] * 2, *["subagent-settled"] * 2])
+    turns = [json.loads(e.data)["turn"] for e, _ in root.events() if e.type == "turn/start"]
+    assert len(turns) >= 3, "the inbox started at least one turn between the two user turns"
+
+
+def test_fifty_reruns_of_background_children_write_identical_logs(recorded_background: Path) -> None:
+    scenario = load_scenario(recorded_background)
+    first: dict[SpawnedBy | None, str] | None = None
+    for run in range(RUNS):
+        result = anyio.run(lambda: rerun(scenario))
+        assert result.divergence is None, f"run {run}: {result.divergence}"
+        assert len(result.logs) == 3
+        goldens = {spawned: golden_jsonl(data) for spawned, data in by_spawning_call(result.logs).items()}
+        if first is None:
+            first = goldens
+            recorded_root = golden_jsonl((recorded_background / "session.jsonl").read_bytes())
+            # the re-run's parent took in the same inputs at the same places as the recording
+            assert _inbox_lines(goldens[None]) == _inbox_lines(recorded_root)
+        assert goldens == first, f"run {run} wrote different logs from run 0"
+
+
+def _inbox_lines(log: str) -> list[tuple[int, str, list[str]]]:
+    """Each inbox splice of a log: its place among the log's boundaries, its target and its sources' kinds."""
+    out = []
+    boundaries = 0
+    for line in log.splitlines()[1:]:
+        event = json.loads(line)
+        if event["type"] in ("turn/start", "step/start", "step/end", "turn/end"):
+            boundaries += 1
+        elif event["type"] == "agent/inbox/spliced":
+            data = event["data"]
+            out.append((boundaries, data["target"], [item["source"]["kind"] for item in data["inserted"]]))
+    return out

@@ -1,6 +1,6 @@
 """Every log of the original in fixtures/harness/ derives its replay script (unfinished streams only where an override
 covers them or the log is a repaired one), and every one that records a user input is a scenario that re-runs
-(tests/replay/test_scenarios.py), except `subagent-report`, which needs background subagents."""
+(its scenario.yml beside it; `subagent-report` re-runs with continuable subagents)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ from .logs import HARNESS
 
 LOGS = sorted(p for p in HARNESS.glob("*/*.jsonl"))
 SCENARIOS = {s.directory for s in discover(HARNESS) if s.directory is not None}
-NEEDS_BACKGROUND_SUBAGENTS = {"subagent-report"}
 
 
 @pytest.mark.parametrize("path", LOGS, ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -42,6 +41,4 @@ def test_every_log_with_a_user_input_is_a_scenario_that_re_runs(path: Path) -> N
         pytest.skip("a child log or a repair golden: its primary log is the scenario")
     if not inputs:
         pytest.skip("no user input recorded: nothing to re-run it with")
-    if path.parent.name in NEEDS_BACKGROUND_SUBAGENTS:
-        pytest.skip("re-running it needs background subagents")
     assert path.parent in SCENARIOS, f"{path.parent.name} records user input but is not a scenario"

@@ -56,7 +56,13 @@ async def test_a_spawned_child_is_fresh_linked_and_answers_as_the_tool_result(tm
         spawned(1, 1, "c1"),
     )
     assert descriptor == [{"version": 2, "mode": "one-shot", "provider": "spawn", "label": "Count files"}]
-    assert child_types[:3] == ["turn/start", "subagent/descriptor", "step/start"]
+    assert child_types[:5] == [
+        "agent/inbox/spliced",
+        "turn/start",
+        "agent/inbox/spliced",
+        "subagent/descriptor",
+        "step/start",
+    ]
     # the child saw only its prompt (and the runtime context that tells it it is a subagent)
     child_request = adapter.requests[1]
     assert child_request.session_id == child.id

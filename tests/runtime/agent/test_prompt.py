@@ -72,7 +72,7 @@ async def test_a_raising_provider_fails_the_turn_naming_the_section(tmp_path: Pa
         outcome.failure.message
     )
     assert adapter.requests == []
-    assert types == ["turn/start", "turn/end"]
+    assert types == ["agent/inbox/spliced", "turn/start", "agent/inbox/spliced", "turn/end"]
 
 
 async def test_the_agent_alone_and_assemble_context_for_render_the_same_facts(tmp_path: Path) -> None:

@@ -95,7 +95,7 @@ async def test_a_delegated_fork_of_a_parent_with_no_completed_turn_starts_empty_
         1,
         CALL,
     )
-    assert types[0] == "turn/start"  # nothing inherited, so no seed to mark
+    assert types[:2] == ["agent/inbox/spliced", "turn/start"]  # nothing inherited, so no seed to mark
 
 
 async def test_a_child_cancelled_by_its_parent_logs_aborted_parent(tmp_path: Path) -> None:

@@ -66,7 +66,9 @@ async def test_a_text_turn_logs_the_spec_event_order(tmp_path: Path) -> None:
     assert outcome.text == "PONG"
     chunks = ["assistant/chunk"] * 9
     assert types == [
+        "agent/inbox/spliced",  # the prompt queued
         "turn/start",
+        "agent/inbox/spliced",  # and claimed by the turn it starts
         "step/start",
         "user/message",
         "request/header",
@@ -94,7 +96,9 @@ async def test_a_tool_round_trip_feeds_the_result_back(tmp_path: Path) -> None:
         types = event_types(ctx.get(STORE), agent.id)
     assert outcome.kind == "completed"
     assert [t for t in types if not t.startswith("assistant/chunk")] == [
+        "agent/inbox/spliced",
         "turn/start",
+        "agent/inbox/spliced",
         "step/start",
         "user/message",
         "request/header",
@@ -251,7 +255,8 @@ async def test_a_cwd_persona_without_cwd_fails_the_turn_before_any_model_call(tm
         assert '"{{cwd}}"' in first.failure.message
         assert adapter.requests == []
         types = event_types(ctx.get(STORE), agent.id)
-        assert types == ["turn/start", "turn/end"]
+        # the prompt was queued and claimed; the turn failed before its first step
+        assert types == ["agent/inbox/spliced", "turn/start", "agent/inbox/spliced", "turn/end"]
         async with agents.resume(agent.id, OPTIONS) as resumed:
             second = await resumed.run("again")
     assert second.kind == "completed"
@@ -278,7 +283,9 @@ async def test_the_runtime_context_snapshot_follows_the_prompt_and_is_logged_onl
         users = [e.data for e in store.events(agent.id, types=("user/message",))]
     first = types[: types.index("request/context") + 1]
     assert first == [
+        "agent/inbox/spliced",
         "turn/start",
+        "agent/inbox/spliced",
         "step/start",
         "user/message",
         "user/message",

@@ -3,6 +3,7 @@ turn, Ctrl-C cancelling a turn mid-stream, /fork, the other slash commands, and 
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from pathlib import Path
@@ -257,7 +258,9 @@ async def test_a_replayed_hang_cancelled_leaves_no_ready_file_in_the_workspace(t
     assert list(work.iterdir()) == []
 
 
-async def test_a_line_typed_during_a_turn_is_queued_and_runs_next(tmp_path: Path) -> None:
+async def test_a_line_typed_during_a_turn_steers_it_and_a_cancelled_turn_leaves_it_to_the_next(
+    tmp_path: Path,
+) -> None:
     async with loopback(partial_then_hang("partial"), answer("second answer")) as server:
         config = tmp_path / "deployment.yml"
         config.write_text(deployment(server.base_url))
@@ -268,9 +271,10 @@ async def test_a_line_typed_during_a_turn_is_queued_and_runs_next(tmp_path: Path
         chat.send("first")
         await chat.expect_exact("partial")
         chat.child.send("then \x1b[Dthis\r")  # typed mid-turn; the Left arrow means nothing there
-        await chat.expect_exact("queued (1): then this · runs when this turn ends")
-        chat.child.sendintr()  # Ctrl-C still cancels the running turn
+        await chat.expect_exact("queued: then this · enters this turn at its next step")
+        chat.child.sendintr()  # Ctrl-C still cancels the running turn, before its next step
         await chat.expect_exact("turn 1 aborted")
+        await chat.expect_exact("entering this step: then this")  # so the steering starts the next turn
         await chat.expect_exact("second answer")
         await chat.expect_exact(PROMPT)
         chat.child.send("\x04")
@@ -284,6 +288,14 @@ async def test_a_line_typed_during_a_turn_is_queued_and_runs_next(tmp_path: Path
             if isinstance(block, TextBlock)
         ]
         ends = [e.decode_data().reason.kind for e in opened.events(session, types=("turn/end",))]
+        splices = [json.loads(e.data) for e in opened.events(session, types=("agent/inbox/spliced",))]
     assert typed == ["first", "then this"]
     assert ends == ["aborted", "completed"]
+    # the steering was queued for the next step while turn 1 ran, and claimed by turn 2
+    assert [(s["target"], s.get("removedCount")) for s in splices] == [
+        ("next-turn", None),
+        ("next-turn", 1),
+        ("next-step", None),
+        ("next-step", 1),
+    ]
     assert "+then this" in (tmp_path / "sessions.db.chat-history").read_text()

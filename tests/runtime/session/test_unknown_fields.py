@@ -11,7 +11,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from runtime.llm import LlmFailure, TextBlock, TokenUsage, ToolSpec
+from runtime.llm import LlmFailure, MessageId, TextBlock, TokenUsage, ToolSpec, UserMessage
 from runtime.session import (
     EVENT_TYPES,
     BracketData,
@@ -25,6 +25,8 @@ from runtime.session import (
     Event,
     FixedClock,
     HeaderConfig,
+    InboxSpliced,
+    InboxSplicedData,
     LlmRetry,
     LlmRetryData,
     LlmRetryStarted,
@@ -97,6 +99,13 @@ OTHER_TYPES: list[Event] = [
     LlmRetryStarted(data=LlmRetryStartedData(retry_id="r", turn=1, step=1, retry=1)),
     SubagentDescriptor(data=SubagentDescriptorData(version=2, mode="one-shot", provider="fork", label="l")),
     SessionTitle(data=SessionTitleData(title="t", message_seqs=(2,))),
+    InboxSpliced(
+        data=InboxSplicedData(
+            target="next-step",
+            start=0,
+            inserted=(UserMessage(id=MessageId("m"), content=(TextBlock("steer"),)),),
+        )
+    ),
     SessionEndSeed(data=EmptyData()),
 ]
 """One event of each known type the generated turns do not write (logged after them)."""
