@@ -8,6 +8,7 @@ replayed log and what the user saw are the same on every run (goldens need no sc
 from __future__ import annotations
 
 import io
+import os
 import re
 import shutil
 import tempfile
@@ -132,6 +133,16 @@ def _recorded(log_path: Path) -> _Recorded:
     return _Recorded(turns, provider, model, resumes)
 
 
+_WORKSPACE_TIME_NS = CLOCK_START * 1_000_000
+"""Every copied workspace file's mtime: a checkout's times are when git wrote each file, and the file tools order
+by mtime (glob, newest first, then by path), so a recorded order must not depend on them."""
+
+
+def _settle_times(workspace: Path) -> None:
+    for path in sorted(workspace.rglob("*"), reverse=True):  # children before the directories holding them
+        os.utime(path, ns=(_WORKSPACE_TIME_NS, _WORKSPACE_TIME_NS), follow_symlinks=False)
+
+
 @contextmanager
 def _workspace(scenario: Scenario, override: Path | None) -> Iterator[tuple[Path, SessionStore]]:
     with tempfile.TemporaryDirectory(prefix="dsh-replay-") as scratch:
@@ -140,6 +151,7 @@ def _workspace(scenario: Scenario, override: Path | None) -> Iterator[tuple[Path
         source = override or scenario.workspace
         if source is not None:
             shutil.copytree(source, workspace, symlinks=True)
+            _settle_times(workspace)
         else:
             workspace.mkdir()
         # a scratch store: it is removed when the run ends, so commits need not reach the disk
