@@ -9,6 +9,7 @@ import pytest
 PACKAGES = [
     "runtime.kernel",
     "runtime.jsonlines",
+    "runtime.lazy",
     "runtime.cli",
     "runtime.host",
     "runtime.tools",

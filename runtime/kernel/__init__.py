@@ -116,14 +116,10 @@ _LAZY = {
 """Where each public name lives: importing one submodule (or using one name) imports no other."""
 
 if not TYPE_CHECKING:  # a module __getattr__ would make type checkers accept any name
+    from runtime.lazy import lazy_attributes
 
-    def __getattr__(name: str) -> object:
-        module = _LAZY.get(name)
-        if module is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        value = getattr(__import__(__name__ + module, fromlist=[name]), name)
-        globals()[name] = value
-        return value
+    __getattr__ = lazy_attributes(__name__, _LAZY, globals())
+    del lazy_attributes
 
 
 del TYPE_CHECKING  # not a public name
