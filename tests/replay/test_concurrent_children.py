@@ -8,7 +8,7 @@ scheduler runs them while recording, and exactly where the recording has them in
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import anyio
@@ -157,18 +157,22 @@ def by_spawning_call(logs: list[tuple[SessionInfo, bytes]]) -> dict[SpawnedBy | 
     return {info.spawned_by: data for info, data in logs}
 
 
-@pytest.fixture(scope="module")
-def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    base = tmp_path_factory.mktemp("concurrent")
+def _scenario(base: Path, recorder: Callable[[Path, Path], Awaitable[list[bytes]]], *, children: int) -> Path:
+    """A scenario directory of what `recorder` logged in a fresh workspace: the root log and its children's."""
     workspace, directory = base / "workspace", base / "scenario"
     workspace.mkdir()
     directory.mkdir()
-    root, *children = anyio.run(record, base, workspace)
-    assert len(children) == 3
+    root, *logs = anyio.run(recorder, base, workspace)
+    assert len(logs) == children
     (directory / "session.jsonl").write_bytes(root)
-    for number, child in enumerate(children, 1):
+    for number, child in enumerate(logs, 1):
         (directory / f"session.{number}.jsonl").write_bytes(child)
     return directory
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _scenario(tmp_path_factory.mktemp("concurrent"), record, children=3)
 
 
 def test_the_recording_holds_three_concurrent_children_of_one_step(recorded: Path) -> None:
@@ -306,15 +310,7 @@ async def record_background(scratch: Path, workspace: Path) -> list[bytes]:
 
 @pytest.fixture(scope="module")
 def recorded_background(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    base = tmp_path_factory.mktemp("background")
-    workspace, directory = base / "workspace", base / "scenario"
-    workspace.mkdir()
-    directory.mkdir()
-    root, *children = anyio.run(record_background, base, workspace)
-    assert len(children) == 2
-    (directory / "session.jsonl").write_bytes(root)
-    for number, child in enumerate(children, 1):
-        (directory / f"session.{number}.jsonl").write_bytes(child)
+    directory = _scenario(tmp_path_factory.mktemp("background"), record_background, children=2)
     (directory / "scenario.yml").write_text("overlay:\n  tool-subagent: {background_mode: continuable}\n")
     return directory
 
