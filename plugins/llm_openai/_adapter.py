@@ -22,7 +22,7 @@ from runtime.llm import FailureCode, LlmCallError, LlmFailure, LlmRequest, Strea
 from ._config import ProviderConfig
 from ._errors import failure_from_response, failure_from_stream_error
 from ._mapping import ChunkMapper
-from ._sse import SseDecoder
+from ._sse import SseDecoder, SseEventTooLarge
 from ._wire import build_body, decode_wire_chunk
 
 __all__ = ["OpenAICompatibleAdapter"]
@@ -194,7 +194,14 @@ class OpenAICompatibleAdapter:
                     FailureCode.TRANSPORT,
                 ) from error
             received += len(data)
-            for event in decoder.feed(data):
+            try:
+                events = decoder.feed(data)
+            except SseEventTooLarge as error:
+                raise _fail(
+                    f'provider "{self.route.id}" sent a stream event that passed {error.limit} bytes before it ended',
+                    FailureCode.MALFORMED_RESPONSE,
+                ) from error
+            for event in events:
                 if event == b"[DONE]":
                     for chunk in mapper.done():
                         yield chunk

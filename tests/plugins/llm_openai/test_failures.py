@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from plugins.llm_openai import OpenAICompatibleAdapter
+from plugins.llm_openai._sse import MAX_EVENT_BYTES
 from runtime.llm import (
     BlockEnd,
     Finish,
@@ -137,6 +138,19 @@ async def test_eof_before_done_is_stream_closed_and_open_blocks_are_ended() -> N
         assert failure_of(chunks) == LlmFailure(
             message='provider "test" closed the stream before [DONE]', code="STREAM_CLOSED"
         )
+
+
+async def test_an_event_past_the_bound_is_malformed_and_the_stream_is_dropped() -> None:
+    # 17 MiB of one data line with no end, in 1 MiB parts: the decoder refuses it at its 16 MiB bound instead of
+    # holding the stream's bytes until the connection ends.
+    head = data(wire(content="ok"))
+    parts = [head, b"data: ", *(b"z" * (1 << 20) for _ in range(17))]
+    async with loopback(Reply(parts=parts, end="hang")) as server:
+        chunks = await collect(server.base_url)
+    assert failure_of(chunks) == LlmFailure(
+        message=f'provider "test" sent a stream event that passed {MAX_EVENT_BYTES} bytes before it ended',
+        code="MALFORMED_RESPONSE",
+    )
 
 
 async def test_a_connection_cut_mid_body_is_transport() -> None:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from plugins.llm_openai._sse import SseDecoder
+from plugins.llm_openai._sse import SseDecoder, SseEventTooLarge
 
 payloads = st.lists(
     st.text(st.characters(codec="utf-8", exclude_characters="\r\n"), min_size=1, max_size=20),
@@ -66,3 +67,37 @@ def test_blank_lines_without_data_dispatch_nothing_and_comments_are_counted() ->
     decoder = SseDecoder()
     assert decoder.feed(b"\n\n: keep-alive\n\n\r\n") == []
     assert decoder.comments == 1
+
+
+def test_a_line_that_never_ends_is_refused_once_it_passes_the_bound() -> None:
+    decoder = SseDecoder(max_event_bytes=1000)
+    decoder.feed(b"data: ")
+    for _ in range(99):
+        assert decoder.feed(b"x" * 10) == []
+    with pytest.raises(SseEventTooLarge, match="1000 bytes"):
+        decoder.feed(b"x" * 10)
+
+
+def test_data_lines_of_one_event_count_together_and_reset_when_it_ends() -> None:
+    decoder = SseDecoder(max_event_bytes=100)
+    line = b"data: " + b"y" * 40 + b"\n"
+    assert decoder.feed(line + line + b"\n") == [b"y" * 40 + b"\n" + b"y" * 40]
+    assert decoder.feed(line + line + b"\n") == [b"y" * 40 + b"\n" + b"y" * 40]
+    with pytest.raises(SseEventTooLarge):
+        decoder.feed(line + line + line)
+
+
+def test_comments_and_unknown_fields_do_not_count_once_their_line_ends() -> None:
+    decoder = SseDecoder(max_event_bytes=100)
+    for _ in range(10):
+        assert decoder.feed(b": " + b"p" * 60 + b"\nid: " + b"7" * 60 + b"\n") == []
+    assert decoder.feed(b"data: z\n\n") == [b"z"]
+
+
+def test_a_long_line_in_small_chunks_is_joined_once() -> None:
+    decoder = SseDecoder()
+    body = b"q" * 200_000
+    decoder.feed(b"data: ")
+    for start in range(0, len(body), 7):
+        assert decoder.feed(body[start : start + 7]) == []
+    assert decoder.feed(b"\n\n") == [body]
