@@ -4,8 +4,10 @@ use). Standard library only, since every lazy package imports it at start-up."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs `dsh sessions list` more than the rest of its imports
+    from collections.abc import Callable, Mapping
+    from typing import Any
 
 __all__ = ["lazy_attributes"]
 

@@ -1,27 +1,35 @@
-"""`dsh sessions list` without typer or rich: the rows of the sessions table (each parent followed by its forks and
-subagents), the table drawn as rich draws it to a file, and the `--json` list. `sessions_cmd` builds its rich table
-from the same rows; `run_fast` answers `dsh sessions list [--store STORE] [--json]` (or `$DSH_STORE`) from `_entry`
-before typer is imported, and leaves anything else (a terminal, which gets rich's styles; a table that would wrap;
-an error) to typer, which prints the same table, or the error, as it always has."""
+"""`dsh sessions list` without typer or rich: every session in its `--json` form (`listed`: `SessionInfo`'s fields
+and its event count), the rows of the sessions table made from it (each parent followed by its forks and subagents),
+the table drawn as rich draws it to a file, and the `--json` list. `sessions_cmd` builds its rich table from the same
+rows; `run_fast` answers `dsh sessions list [--store STORE] [--json]` (or `$DSH_STORE`) from `_entry` before typer,
+rich or msgspec is imported, from the plain rows of the store file (`runtime.session.read_listing`), and leaves
+anything else (a terminal, which gets rich's styles; a table that would wrap; a store to create, migrate or refuse;
+a PostgreSQL URL) to typer, which prints the same table, or the error, as it always has."""
 
 from __future__ import annotations
 
 import os
 import sys
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs the fast path more than the store does
+    from typing import Any
+
     from runtime.session import SessionInfo, SessionStoreProtocol
 
 __all__ = [
     "COLUMNS",
+    "from_rows",
     "in_tree_order",
+    "info_json",
     "link",
+    "listed",
     "plain_table",
     "run_fast",
     "session_rows",
     "sessions_json",
+    "table_rows",
     "when",
 ]
 
@@ -33,66 +41,21 @@ def when(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
+def _how(seed_length: int | None) -> str:
+    return f"fork @{seed_length}" if seed_length is not None else "spawned"
+
+
 def link(info: SessionInfo, *, call: bool = True) -> str:
     """How a child hangs off its parent: a fork at its seed length, or spawned fresh; and the call that started it."""
-    how = f"fork @{info.seed_length}" if info.seed_length is not None else "spawned"
+    how = _how(info.seed_length)
     if call and info.spawned_by is not None:
         by = info.spawned_by
         how += f", by turn {by.turn} step {by.step} call {by.call_id}"
     return how
 
 
-def in_tree_order(sessions: list[SessionInfo]) -> list[tuple[SessionInfo, int]]:
-    """Every session with its depth in the parent/child tree: each parent (oldest first) followed by its children.
-    A child names its parent by id, or, once imported, by the id its parent had in its file (`imported_from`)."""
-    claims: dict[str, SessionInfo] = {}
-    for info in sessions:
-        claims[info.id] = info
-        if info.imported_from is not None:
-            claims.setdefault(info.imported_from, info)
-    children: dict[str, list[SessionInfo]] = {}
-    roots = []
-    for info in sessions:
-        parent = claims.get(info.parent_id) if info.parent_id is not None else None
-        if parent is None or parent.id == info.id:
-            roots.append(info)
-        else:
-            children.setdefault(parent.id, []).append(info)
-    ordered: list[tuple[SessionInfo, int]] = []
-    seen: set[str] = set()
-
-    def visit(info: SessionInfo, depth: int) -> None:
-        if info.id in seen:
-            return
-        seen.add(info.id)
-        ordered.append((info, depth))
-        for child in children.get(info.id, ()):
-            visit(child, depth + 1)
-
-    for info in roots:
-        visit(info, 0)
-    for info in sessions:  # a cycle of parents (hand-made imports) has no root; list it anyway
-        visit(info, 0)
-    return ordered
-
-
-def session_rows(
-    store: SessionStoreProtocol, *, current: str | None = None
-) -> tuple[str, list[tuple[str, ...]]]:
-    """The table's title and rows (one cell per column of `COLUMNS`): the store's sessions, oldest first, each
-    parent's forks and subagents indented under it (`current`, when given, is marked with `*`)."""
-    rows: list[tuple[str, ...]] = []
-    ordered = in_tree_order(store.sessions())
-    for info, depth in ordered:
-        tree = "" if depth == 0 else "  " * (depth - 1) + "└ "
-        mark = "* " if info.id == current else ""
-        parent = "-" if info.parent_id is None else f"{info.parent_id} ({link(info, call=False)})"
-        length = store.length(info.id)
-        rows.append((tree + mark + info.id, when(info.created_at), str(length), parent, info.cwd or "-"))
-    return f"{len(ordered)} session{'' if len(ordered) == 1 else 's'}", rows
-
-
 def info_json(info: SessionInfo, length: int) -> dict[str, Any]:
+    """A session's `--json` form: its `SessionInfo` fields, and `events`, its log's length."""
     import msgspec
 
     data: dict[str, Any] = msgspec.to_builtins(info)
@@ -100,11 +63,102 @@ def info_json(info: SessionInfo, length: int) -> dict[str, Any]:
     return data
 
 
+def listed(store: SessionStoreProtocol) -> list[dict[str, Any]]:
+    """Every session of `store`, oldest first, in its `--json` form (`info_json`)."""
+    return [info_json(info, store.length(info.id)) for info in store.sessions()]
+
+
+def from_rows(listing: list[tuple[tuple[Any, ...], int]], *, spawned_by: bool = True) -> list[dict[str, Any]]:
+    """`listed` from the plain rows of `runtime.session.read_listing`, without msgspec: each row's columns are named
+    after `SessionInfo`'s fields and hold them as `SessionInfo` stores them (`inherits` as 0 or 1, `spawned_by` as
+    the JSON of its `to_builtins` form). The table never shows `spawned_by`: `spawned_by=False` leaves it undecoded
+    (json, and the re it imports, are for `--json` alone)."""
+    from runtime.session._rows import SESSION_COLUMNS
+
+    names = SESSION_COLUMNS.split(", ")
+    sessions = []
+    for row, length in listing:
+        data = dict(zip(names, row, strict=True))
+        data["inherits"] = bool(data["inherits"])
+        if spawned_by and data["spawned_by"] is not None:
+            import json
+
+            data["spawned_by"] = json.loads(data["spawned_by"])
+        data["events"] = length
+        sessions.append(data)
+    return sessions
+
+
+def in_tree_order(sessions: list[dict[str, Any]]) -> list[tuple[dict[str, Any], int]]:
+    """Every session (`listed`) with its depth in the parent/child tree: each parent (oldest first) followed by its
+    children. A child names its parent by id, or, once imported, by the id its parent had in its file
+    (`imported_from`)."""
+    claims: dict[str, dict[str, Any]] = {}
+    for data in sessions:
+        claims[data["id"]] = data
+        if data["imported_from"] is not None:
+            claims.setdefault(data["imported_from"], data)
+    children: dict[str, list[dict[str, Any]]] = {}
+    roots = []
+    for data in sessions:
+        parent = claims.get(data["parent_id"]) if data["parent_id"] is not None else None
+        if parent is None or parent["id"] == data["id"]:
+            roots.append(data)
+        else:
+            children.setdefault(parent["id"], []).append(data)
+    ordered: list[tuple[dict[str, Any], int]] = []
+    seen: set[str] = set()
+
+    def visit(data: dict[str, Any], depth: int) -> None:
+        if data["id"] in seen:
+            return
+        seen.add(data["id"])
+        ordered.append((data, depth))
+        for child in children.get(data["id"], ()):
+            visit(child, depth + 1)
+
+    for data in roots:
+        visit(data, 0)
+    for data in sessions:  # a cycle of parents (hand-made imports) has no root; list it anyway
+        visit(data, 0)
+    return ordered
+
+
+def table_rows(
+    sessions: list[dict[str, Any]], *, current: str | None = None
+) -> tuple[str, list[tuple[str, ...]]]:
+    """The table's title and rows (one cell per column of `COLUMNS`) of `sessions` (`listed`), each parent's forks
+    and subagents indented under it (`current`, when given, is marked with `*`)."""
+    rows: list[tuple[str, ...]] = []
+    ordered = in_tree_order(sessions)
+    for data, depth in ordered:
+        tree = "" if depth == 0 else "  " * (depth - 1) + "└ "
+        mark = "* " if data["id"] == current else ""
+        parent = "-" if data["parent_id"] is None else f"{data['parent_id']} ({_how(data['seed_length'])})"
+        rows.append(
+            (
+                tree + mark + data["id"],
+                when(data["created_at"]),
+                str(data["events"]),
+                parent,
+                data["cwd"] or "-",
+            )
+        )
+    return f"{len(ordered)} session{'' if len(ordered) == 1 else 's'}", rows
+
+
+def session_rows(
+    store: SessionStoreProtocol, *, current: str | None = None
+) -> tuple[str, list[tuple[str, ...]]]:
+    """`table_rows` of the store's sessions."""
+    return table_rows(listed(store), current=current)
+
+
 def sessions_json(store: SessionStoreProtocol) -> str:
     """`dsh sessions list --json`: every session, oldest first, with its event count."""
     import json  # the table never needs it
 
-    return json.dumps([info_json(info, store.length(info.id)) for info in store.sessions()])
+    return json.dumps(listed(store))
 
 
 def _plain_cell(text: str) -> bool:
@@ -195,25 +249,33 @@ def _options(args: list[str]) -> tuple[str | None, bool] | None:
 
 
 def run_fast(args: list[str]) -> bool:
-    """Answer `dsh sessions list` (the `args` after it) and return True, or return False (having printed nothing)
-    for typer to answer: options other than `--store` and `--json`, a store that fails to open (typer's path
-    reports it), or a table rich must draw itself. The list is read-only, so answering it twice is harmless."""
+    """Answer `dsh sessions list` (the `args` after it) and return True, or return False (having printed nothing,
+    and changed nothing) for typer to answer: options other than `--store` and `--json`, a PostgreSQL URL, a store
+    file that opening would create, migrate or refuse (typer's path does, or reports it), or a table rich must draw
+    itself. The list is read-only, so answering it twice is harmless."""
     options = _options(args)
     if options is None:
         return False
     store, as_json = options
     if not as_json and not _plain_stdout():
         return False  # a terminal gets rich's styles
-    from runtime.host import open_store
+    from runtime.host import existing_store_file
+    from runtime.session import read_listing
 
-    try:
-        with open_store(store) as opened:
-            if as_json:
-                text: str | None = sessions_json(opened) + "\n"
-            else:
-                text = plain_table(*session_rows(opened), _console_width())
-    except Exception:  # typer's path reports it (the same error, as it always has)
+    path = existing_store_file(store)
+    listing = None if path is None else read_listing(path)
+    if listing is None:
         return False
+    try:
+        sessions = from_rows(listing, spawned_by=as_json)
+    except ValueError:  # a hand-made row msgspec would refuse too: typer's path reports it
+        return False
+    if as_json:
+        import json
+
+        text: str | None = json.dumps(sessions) + "\n"
+    else:
+        text = plain_table(*table_rows(sessions), _console_width())
     if text is None:
         return False
     sys.stdout.write(text)

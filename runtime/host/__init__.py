@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from ._progress import terminal_stderr as terminal_stderr
     from ._stores import check_store_path as check_store_path
     from ._stores import default_store_path as default_store_path
+    from ._stores import existing_store_file as existing_store_file
     from ._stores import open_store as open_store
     from ._stores import resolve_session as resolve_session
     from ._stores import scratch_store as scratch_store
@@ -46,6 +47,7 @@ __all__ = [
     "check_store_path",
     "count_progress",
     "default_store_path",
+    "existing_store_file",
     "deployment_path",
     "hosted",
     "open_host",
@@ -77,6 +79,7 @@ _LAZY = {
     "terminal_stderr": "._progress",
     "check_store_path": "._stores",
     "default_store_path": "._stores",
+    "existing_store_file": "._stores",
     "open_store": "._stores",
     "resolve_session": "._stores",
     "scratch_store": "._stores",

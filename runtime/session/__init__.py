@@ -103,6 +103,10 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from ._repair import closers as closers
     from ._repair import load_state as load_state
     from ._repair import resume as resume
+    from ._rows import SCHEMA_VERSION as SCHEMA_VERSION
+    from ._rows import SQLITE_MAGIC as SQLITE_MAGIC
+    from ._rows import STORE_TABLES as STORE_TABLES
+    from ._rows import read_listing as read_listing
     from ._rules import SNAPSHOT_FORM as SNAPSHOT_FORM
     from ._rules import InboxItem as InboxItem
     from ._rules import LogState as LogState
@@ -115,7 +119,6 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from ._services import SystemClock as SystemClock
     from ._services import UuidIds as UuidIds
     from ._store import LEASE_TTL_MS as LEASE_TTL_MS
-    from ._store import SCHEMA_VERSION as SCHEMA_VERSION
     from ._store import Lease as Lease
     from ._store import SessionInfo as SessionInfo
     from ._store import SessionStore as SessionStore
@@ -176,7 +179,9 @@ __all__ = [
     "RequestHeaderData",
     "SCHEMA_VERSION",
     "SNAPSHOT_FORM",
+    "SQLITE_MAGIC",
     "STORE",
+    "STORE_TABLES",
     "SURFACE_TYPES",
     "SessionBusyError",
     "SessionEndSeed",
@@ -240,6 +245,7 @@ __all__ = [
     "own_events",
     "project",
     "read_jsonl",
+    "read_listing",
     "redact_url",
     "resume",
     "tail_start",
@@ -360,7 +366,10 @@ _LAZY = {
     "SystemClock": "._services",
     "UuidIds": "._services",
     "LEASE_TTL_MS": "._store",
-    "SCHEMA_VERSION": "._store",
+    "SCHEMA_VERSION": "._rows",
+    "SQLITE_MAGIC": "._rows",
+    "STORE_TABLES": "._rows",
+    "read_listing": "._rows",
     "Lease": "._store",
     "SessionInfo": "._store",
     "SessionStore": "._store",

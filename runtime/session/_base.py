@@ -26,7 +26,6 @@ __all__ = [
     "SpawnedBy",
     "StoreBase",
     "lease_of",
-    "log_length",
     "new_lease",
     "segments",
     "session_row",
@@ -109,13 +108,6 @@ def session_row(info: SessionInfo) -> tuple[object, ...]:
         info.imported_from,
         info.header_extra,
     )
-
-
-def log_length(inherits: bool, seed_length: int | None, top: int | None) -> int:
-    """A session's full log length from its row and its own highest seq (`top`, None without events): a fork child
-    is at least as long as the prefix it inherits."""
-    own = 0 if top is None else top + 1
-    return max(own, seed_length or 0) if inherits else own
 
 
 def segments(

@@ -22,7 +22,7 @@ import psycopg
 from psycopg import sql
 from psycopg_pool import ConnectionPool
 
-from ._base import StoreBase, lease_of, log_length, new_lease, segments, session_row
+from ._base import StoreBase, lease_of, new_lease, segments, session_row
 from ._errors import (
     LeaseLostError,
     LogGapError,
@@ -34,9 +34,9 @@ from ._errors import (
 )
 from ._events import StoredEvent
 from ._open import redact_url
+from ._rows import SESSION_COLUMNS, SESSIONS_QUERY, log_length
 from ._services import Clock, IdMinter
 from ._store import (
-    _SESSION_COLUMNS,
     LEASE_TTL_MS,
     EventRow,
     Lease,
@@ -291,7 +291,7 @@ class PgStore(StoreBase):
     @staticmethod
     def _insert_session(conn: psycopg.Connection[Any], info: SessionInfo) -> None:
         inserted = conn.execute(
-            f"INSERT INTO sessions ({_SESSION_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+            f"INSERT INTO sessions ({SESSION_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
             "ON CONFLICT (id) DO NOTHING",
             session_row(info),
         )
@@ -299,7 +299,7 @@ class PgStore(StoreBase):
             raise SessionExistsError(info.id)
 
     def info(self, session_id: str) -> SessionInfo:
-        row = self._one(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = %s", (session_id,))
+        row = self._one(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = %s", (session_id,))
         if row is None:
             raise SessionNotFoundError(session_id, store=self.location)
         return _info(row)
@@ -307,7 +307,7 @@ class PgStore(StoreBase):
     def sessions(self) -> list[SessionInfo]:
         """Every session, oldest first."""
         with self._pool.connection() as conn:
-            rows = conn.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY created_at, id").fetchall()
+            rows = conn.execute(SESSIONS_QUERY).fetchall()
         return [_info(row) for row in rows]
 
     def children(self, session_id: str) -> list[SessionInfo]:
@@ -317,7 +317,7 @@ class PgStore(StoreBase):
         names = [info.id] if info.imported_from is None else [info.id, info.imported_from]
         with self._pool.connection() as conn:
             rows = conn.execute(
-                f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE parent_id = ANY(%s) AND id != %s "
+                f"SELECT {SESSION_COLUMNS} FROM sessions WHERE parent_id = ANY(%s) AND id != %s "
                 "ORDER BY created_at, id",
                 (names, info.id),
             ).fetchall()

@@ -1,4 +1,5 @@
-"""`SessionStore`: the one module that speaks SQL. Sessions and their append-only events in one SQLite file.
+"""`SessionStore`: the module that speaks SQLite's SQL (but for the schema facts and the session listing it shares
+with the msgspec-free `dsh sessions list`, in `_rows`). Sessions and their append-only events in one SQLite file.
 
 WAL, `busy_timeout`, `BEGIN IMMEDIATE` for every write, `PRAGMA user_version` as the schema version with ordered
 migrations, and triggers that make the log defend itself against any SQLite client: an event takes exactly the next
@@ -26,7 +27,6 @@ from ._base import (
     SpawnedBy,
     StoreBase,
     lease_of,
-    log_length,
     new_lease,
     segments,
     session_row,
@@ -39,6 +39,7 @@ from ._errors import (
     StoreSchemaError,
 )
 from ._events import Replace, StoredEvent, SurfaceOp
+from ._rows import LAST_SEQ_QUERY, SCHEMA_VERSION, SESSION_COLUMNS, SESSIONS_QUERY, log_length
 from ._services import Clock, IdMinter, SessionId
 
 if TYPE_CHECKING:  # sqlite_utils is imported only to create or migrate a schema: reading needs sqlite3 alone
@@ -54,7 +55,6 @@ __all__ = [
     "SpawnedBy",
 ]
 
-SCHEMA_VERSION = 2
 LEASE_TTL_MS = 30_000
 """How long a lease outlives its holder's last renewal (the log renews it every third of this while it is open)."""
 _BATCH = 2_000
@@ -73,7 +73,6 @@ _READ_COLUMNS = (
     "AND extra IS NULL THEN NULL ELSE json_array(surface_op, source_event_seqs, ignorable, extra) END"
 )
 _ENVELOPE = msgspec.json.Decoder(tuple[str | None, str | None, int | None, str | None])
-_SESSION_COLUMNS = "id, created_at, cwd, parent_id, seed_length, inherits, delegation_depth, spawned_by, imported_from, header_extra"
 _SEQS = msgspec.json.Decoder(tuple[int, ...])
 _REPLACE = msgspec.json.Decoder(Replace)
 _SPAWNED = msgspec.json.Decoder(SpawnedBy)
@@ -206,7 +205,7 @@ def _migrate_2(db: sqlite_utils.Database) -> None:
         "BEGIN SELECT RAISE(ABORT, 'sessions are immutable: a session id is inserted once'); END"
     )
     # OF the columns of version 1, all set at creation and never again: a column a later version adds for dsh to
-    # maintain is not frozen by this trigger (a migration is frozen too: it names them, not _SESSION_COLUMNS)
+    # maintain is not frozen by this trigger (a migration is frozen too: it names them, not SESSION_COLUMNS)
     db.execute(
         "CREATE TRIGGER sessions_no_update BEFORE UPDATE OF id, created_at, cwd, parent_id, seed_length, inherits, "
         "delegation_depth, spawned_by, imported_from, header_extra ON sessions "
@@ -358,14 +357,14 @@ class SessionStore(StoreBase):
         if _first(conn.execute("SELECT 1 FROM sessions WHERE id = ?", (info.id,))):
             raise SessionExistsError(info.id)
         conn.execute(
-            f"INSERT INTO sessions ({_SESSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT INTO sessions ({SESSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             session_row(info),
         )
 
     def info(self, session_id: str) -> SessionInfo:
         with self._lock:
             row = _first(
-                self._conn.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,))
+                self._conn.execute(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,))
             )
         if row is None:
             raise SessionNotFoundError(session_id, store=str(self.path))
@@ -374,9 +373,7 @@ class SessionStore(StoreBase):
     def sessions(self) -> list[SessionInfo]:
         """Every session, oldest first."""
         with self._lock:
-            rows = self._conn.execute(
-                f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY created_at, id"
-            ).fetchall()
+            rows = self._conn.execute(SESSIONS_QUERY).fetchall()
         return [_info(row) for row in rows]
 
     def children(self, session_id: str) -> list[SessionInfo]:
@@ -386,7 +383,7 @@ class SessionStore(StoreBase):
         names = [info.id] if info.imported_from is None else [info.id, info.imported_from]
         with self._lock:
             rows = self._conn.execute(
-                f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE parent_id IN ({', '.join('?' * len(names))}) "
+                f"SELECT {SESSION_COLUMNS} FROM sessions WHERE parent_id IN ({', '.join('?' * len(names))}) "
                 "AND id != ? ORDER BY created_at, id",
                 [*names, info.id],
             ).fetchall()
@@ -396,9 +393,7 @@ class SessionStore(StoreBase):
         """The number of events in the session's full log (its inherited prefix included)."""
         info = self.info(session_id)
         with self._lock:
-            top = _first(
-                self._conn.execute("SELECT max(seq) FROM events WHERE session_id = ?", (session_id,))
-            )[0]
+            top = _first(self._conn.execute(LAST_SEQ_QUERY, (session_id,)))[0]
         return log_length(info.inherits, info.seed_length, top)
 
     # ------------------------------------------------------------ reading

@@ -16,9 +16,18 @@ import pytest
 from typer.testing import CliRunner
 
 from runtime.cli._commands import ENTRY_POINT_GROUP, _entry_points, _highlighted, root_help
-from runtime.cli._sessions_list import plain_table, session_rows
+from runtime.cli._sessions_list import from_rows, listed, plain_table, session_rows
 from runtime.cli.app import app
-from runtime.session import CountingIds, FixedClock, SessionStore, SpawnedBy
+from runtime.session import (
+    CountingIds,
+    FixedClock,
+    SessionId,
+    SessionInfo,
+    SessionStore,
+    SpawnedBy,
+    StoredEvent,
+    read_listing,
+)
 from tests.runtime.cli.helpers import plain_env
 
 
@@ -150,10 +159,27 @@ def test_a_cell_rich_might_not_print_as_it_is_is_left_to_rich(tmp_path: Path, cw
         assert plain_table(*session_rows(store), 200) is None
 
 
-def _dsh(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+_HEAVY = (
+    "typer",
+    "click",
+    "rich",
+    "sqlite_utils",
+    "msgspec",
+    "typing",
+    "typing_extensions",
+    "pathlib",
+    "uuid",
+)
+"""What the fast paths never import (the last line a `_dsh` run prints on stderr lists those it did)."""
+
+
+def _dsh(*args: str, typer_only: bool = False, **env: str) -> subprocess.CompletedProcess[str]:
+    """`dsh ARGS` in a fresh process (or, `typer_only`, the typer app alone, as it answers without the fast paths);
+    the last line of its stderr lists the heavy modules it imported, whatever it exited with."""
+    entry = "from runtime.cli.app import main" if typer_only else "from runtime.cli import main"
     code = (
-        "import sys\nfrom runtime.cli import main\nmain(sys.argv[1:])\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('typer', 'click', 'rich', 'sqlite_utils')),"
+        f"import sys\n{entry}\ntry:\n    main(sys.argv[1:])\nfinally:\n"
+        f"    print(sorted(m for m in sys.modules if m.split('.')[0] in {_HEAVY!r} or m == 'runtime.session._store'),"
         " file=sys.stderr)"
     )
     return subprocess.run(
@@ -208,3 +234,183 @@ def test_an_output_that_is_not_utf8_is_left_to_rich_and_its_ascii_boxes(tmp_path
         assert ran.returncode == 0, ran.stderr
         assert "rich" in ran.stderr.strip().splitlines()[-1]
         assert "+-" in ran.stdout
+
+
+def _events(count: int, start: int = 0) -> list[StoredEvent]:
+    return [
+        StoredEvent(type="note", seq=seq, time=1_790_000_000_000 + seq, data="{}")
+        for seq in range(start, start + count)
+    ]
+
+
+def _imported_family(db: Path) -> None:
+    """Sessions imported from another store's file: a child names its parent by the id it had there
+    (`imported_from`); a fork inherits a prefix; a subagent names the call that spawned it."""
+    with SessionStore(db, clock=FixedClock(1_790_000_000_000, 60_000), ids=CountingIds("own")) as store:
+        parent = store.import_session(
+            SessionInfo(
+                id=SessionId("p-new"), created_at=1_790_000_000_000, cwd="/work", imported_from="p-old"
+            ),
+            _events(4),
+        )
+        store.import_session(
+            SessionInfo(
+                id=SessionId("fork-new"),
+                created_at=1_790_000_060_000,
+                parent_id="p-old",
+                seed_length=2,
+                inherits=True,
+            ),
+            _events(3, start=2),
+        )
+        store.import_session(
+            SessionInfo(
+                id=SessionId("sub-new"),
+                created_at=1_790_000_120_000,
+                parent_id="p-old",
+                delegation_depth=1,
+                spawned_by=SpawnedBy(turn=2, step=1, call_id="call-9"),
+                header_extra='{"k": 1}',
+            ),
+            _events(1),
+        )
+        store.fork(parent.id, 1)
+        store.import_session(  # its parent is not in the store
+            SessionInfo(
+                id=SessionId("orphan"), created_at=1_790_000_180_000, parent_id="gone", cwd="/orphan"
+            ),
+            [],
+        )
+
+
+def test_the_rows_read_without_msgspec_are_what_the_store_lists(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    _imported_family(db)
+    listing = read_listing(str(db))
+    assert listing is not None
+    with SessionStore(db) as store:
+        assert from_rows(listing) == listed(store)
+        assert [data["events"] for data in listed(store)] == [
+            4,
+            5,
+            2,
+            1,
+            0,
+        ]  # a fork counts its inherited prefix
+
+
+def _old_schema(db: Path) -> None:
+    import sqlite3
+
+    import sqlite_utils
+
+    from runtime.session._store import _migrate_1
+
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    _migrate_1(sqlite_utils.Database(conn))
+    conn.execute("INSERT INTO sessions (id, created_at, cwd) VALUES ('old', 1790000000000, '/old')")
+    conn.execute("PRAGMA user_version = 1")
+    conn.close()
+
+
+def _not_wal(db: Path) -> None:
+    _family(db)
+    import sqlite3
+
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA journal_mode = DELETE")
+    conn.close()
+
+
+def _foreign(db: Path) -> None:
+    import sqlite3
+
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE notes (body TEXT)")
+    conn.close()
+
+
+_CASES = {
+    # name: (how the store is made, what `--store` names (None: the default), whether the fast path answers)
+    "family": (_family, "s.db", True),
+    "imported": (_imported_family, "s.db", True),
+    "empty-store": (lambda db: SessionStore(db).close(), "s.db", True),
+    "default-store": (_family, None, True),
+    "dsh-store-env": (_family, "$DSH_STORE", True),
+    "missing-file": (lambda db: None, "s.db", False),  # typer's path creates it
+    "missing-default": (lambda db: None, None, False),  # and the default one's directories
+    "empty-file": (
+        lambda db: db.write_bytes(b""),
+        "s.db",
+        False,
+    ),  # a new store: typer's path makes its schema
+    "no-directory": (lambda db: None, "nowhere/s.db", False),
+    "a-directory": (lambda db: db.mkdir(), "s.db", False),
+    "text-file": (lambda db: db.write_text("hello\n"), "s.db", False),
+    "foreign-sqlite": (_foreign, "s.db", False),
+    "older-schema": (_old_schema, "s.db", False),  # typer's path migrates it
+    "not-wal": (_not_wal, "s.db", False),  # typer's path switches WAL on
+    "postgres-url": (lambda db: None, "postgresql://dsh@127.0.0.1:9/none", False),
+}
+
+
+def _run_case(
+    root: Path, case: str, args: list[str], *, typer_only: bool
+) -> tuple[int, str, list[str], list[str], str]:
+    make, given, _ = _CASES[case]
+    if root.exists():
+        import shutil
+
+        shutil.rmtree(root)
+    root.mkdir()
+    data = root / "data"
+    store = data / "dsh" / "sessions.db" if given in (None, "$DSH_STORE") else root / given
+    if given is not None and "://" not in given:
+        store.parent.mkdir(parents=True, exist_ok=True)
+    if case != "missing-default":
+        store.parent.mkdir(parents=True, exist_ok=True)
+    make(store)
+    env = {"COLUMNS": "200", "XDG_DATA_HOME": str(data)}
+    options = []
+    if given == "$DSH_STORE":
+        env["DSH_STORE"] = str(store)
+    elif given is not None:
+        options = ["--store", given if "://" in given else str(store)]
+    ran = _dsh(*args, *options, typer_only=typer_only, **env)
+    *stderr, modules = ran.stderr.splitlines()
+    files = sorted(str(path.relative_to(root)) for path in root.rglob("*"))
+    return ran.returncode, ran.stdout, stderr, files, modules
+
+
+@pytest.mark.parametrize("as_json", [False, True], ids=["table", "json"])
+@pytest.mark.parametrize("case", list(_CASES))
+def test_the_fast_list_behaves_as_typers_on_every_store(tmp_path: Path, case: str, as_json: bool) -> None:
+    """Output, exit status, errors and what is left on disk are typer's; the fast path answers only from a store it
+    can read as it is, and leaves creating, migrating, refusing and PostgreSQL to typer's path."""
+    args = ["sessions", "list", "--json"] if as_json else ["sessions", "list"]
+    fast = _run_case(tmp_path / "run", case, args, typer_only=False)
+    slow = _run_case(tmp_path / "run", case, args, typer_only=True)
+    assert fast[:4] == slow[:4]
+    answered = _CASES[case][2]
+    assert (fast[4] == "[]") is answered, fast[4]
+    if answered:
+        assert fast[0] == 0
+        assert fast[1].startswith("[") if as_json else "session" in fast[1]
+
+
+def test_a_store_of_an_older_schema_is_migrated_by_typers_path_only(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    _old_schema(db)
+    assert read_listing(str(db)) is None
+    import sqlite3
+
+    conn = sqlite3.connect(db)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 1  # read_listing changed nothing
+    conn.close()
+    ran = _dsh("sessions", "list", "--json", "--store", str(db))
+    assert ran.returncode == 0, ran.stderr
+    assert "msgspec" in ran.stderr.splitlines()[-1]
+    assert [data["id"] for data in json.loads(ran.stdout)] == ["old"]
+    with SessionStore(db) as store:
+        assert store.schema_version() == 2
