@@ -193,13 +193,15 @@ class Agent:
         source_wire: dict[str, object] | None = None,
         wake: bool = True,
         sender: str | None = None,
+        before: Event | None = None,
     ) -> UserMessage:
         """Queue one user-role message for this agent and return it. `next-turn` starts the next turn (when the
         agent is idle and `wake` is set, `serve` starts it at once); `next-step` is steering: it enters the running
         turn at its next step (or the next turn, if none is running). `source_wire` is the source as the log
         writes it, for a source kind dsh reads as `OtherSource` (`{"kind": "subagent-report", ...}`); `sender` is the
         session id of the agent that sent it, if an agent did (the gate pairs it with its recording). The splice is
-        logged when the inbox gate admits the input: at once, except in a replay."""
+        logged when the inbox gate admits the input: at once, except in a replay; `before`, an event the input reports on
+        (a background job's outcome), is appended just before it, so the fact lands in the log where the input does."""
         blocks: tuple[UserBlock, ...] = (TextBlock(content),) if isinstance(content, str) else tuple(content)
         said = source or UserSource()
         queued: list[UserMessage] = []
@@ -215,6 +217,8 @@ class Agent:
                 raw = msgspec.to_builtins(data)
                 raw["inserted"][0]["source"] = source_wire
                 written = msgspec.json.encode(raw).decode()
+            if before is not None:
+                await self.append(before)
             await self.append(InboxSpliced(data=data), written=written)
             queued.append(message)
 
