@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from runtime import jobs as jobs_module
@@ -70,7 +71,9 @@ def notices(agent: Agent) -> list[str]:
 async def settle(agent: Agent) -> None:
     """Until the agent has taken in every notice and is idle."""
     with anyio.fail_after(10):
-        while agent.busy or agent.pending("next-turn"):
+        while True:
+            if not (agent.busy or agent.pending("next-turn")):
+                return
             await anyio.sleep(0.01)
 
 
@@ -168,7 +171,7 @@ async def test_every_job_is_killed_when_its_agent_closes_and_the_outcome_is_logg
             first = await service(ctx).of(agent).start("stream", "bash", never)
             second = await service(ctx).of(agent).start("final-output", "subagent", never)
             assert first.status == second.status == "running"
-        assert first.status == second.status == "killed"
+        assert {first.status, second.status} == {"killed"}
         settled = logged(agent, "job/settled")
         assert sorted(s["jobId"] for s in settled) == ["job-1", "job-2"]
         assert {s["status"] for s in settled} == {"killed"}
@@ -184,15 +187,15 @@ async def test_a_stream_read_returns_only_what_arrived_since_the_previous_read(t
             async def work(io: JobIO) -> JobEnd:
                 io.write(b"one\n")
                 await more.wait()
-                io.write("two\n".encode()[:2])
-                io.write("two\n".encode()[2:])
+                io.write(b"two\n"[:2])
+                io.write(b"two\n"[2:])
                 io.write("é\n".encode()[:1])  # a character split across chunks
                 io.write("é\n".encode()[1:])
                 await anyio.sleep_forever()
                 raise AssertionError("unreachable")
 
             await service(ctx).of(agent).start("stream", "bash", work)
-            await anyio.sleep(0)
+            await anyio.lowlevel.checkpoint()
             assert (await call(ctx, agent, "job_output", job_id="job-1")).text == "one\n[status: running]"
             assert (await call(ctx, agent, "job_output", job_id="job-1")).text == (
                 "(no new output)\n[status: running]"
@@ -304,7 +307,7 @@ def test_the_job_tools_and_section_exist_only_while_a_tool_instance_enables_them
 
 
 def test_enabling_background_jobs_without_the_job_service_fails_to_load(tmp_path: Path) -> None:
-    with host(tmp_path, ScriptedAdapter()) as ctx, pytest.raises(ConfigError, match="load runtime.jobs"):
+    with host(tmp_path, ScriptedAdapter()) as ctx, pytest.raises(ConfigError, match=r"load runtime\.jobs"):
         ctx.plugin(enabler())
 
 
