@@ -153,6 +153,10 @@ def format_outcome(outcome: ShellOutcome, *, timeout_ms: int, sandbox: Sandbox |
     return text
 
 
+def _no_workdir(workdir: Path) -> ToolResult:
+    return ToolResult.error("WORKDIR_NOT_FOUND", f"workdir {workdir} does not exist or is not a directory")
+
+
 def _make_tool(
     config: BashConfig, environment: ToolEnvironment, sandbox: Sandbox | None, jobs: JobService | None
 ) -> Tool:
@@ -193,12 +197,14 @@ def _make_tool(
     async def execute(arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         timeout_ms = int(min(arguments.get("timeoutMs", config.timeout_ms), config.max_timeout_ms))
         workdir = context.cwd / Path(arguments.get("workdir", "."))
-        if not await anyio.Path(workdir).is_dir():
-            return ToolResult.error(
-                "WORKDIR_NOT_FOUND", f"workdir {workdir} does not exist or is not a directory"
-            )
         if arguments.get("run_in_background"):
+            # nothing awaits before the job is started, so sibling calls of one step number their jobs in call
+            # order, however their threads and processes are scheduled: the workdir is checked synchronously
+            if not workdir.is_dir():
+                return _no_workdir(workdir)
             return await background(arguments, context, workdir)
+        if not await anyio.Path(workdir).is_dir():
+            return _no_workdir(workdir)
         outcome = await run_shell(
             arguments["command"],
             cwd=workdir,
