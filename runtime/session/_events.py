@@ -23,9 +23,6 @@ from runtime.llm import AssistantMessage as ModelReply
 from runtime.llm import UserMessage as UserTurnMessage
 
 __all__ = [
-    "EVENT_TYPES",
-    "FORMAT_VERSION",
-    "SURFACE_TYPES",
     "AbortKind",
     "AbortReason",
     "AssistantChunk",
@@ -38,9 +35,11 @@ __all__ = [
     "CompactionStart",
     "CompactionSummary",
     "CoreEvent",
+    "EVENT_TYPES",
     "EmptyData",
     "EpochHeader",
     "Event",
+    "FORMAT_VERSION",
     "HeaderConfig",
     "HeaderReason",
     "InboxSpliced",
@@ -62,6 +61,7 @@ __all__ = [
     "RequestContextData",
     "RequestHeader",
     "RequestHeaderData",
+    "SURFACE_TYPES",
     "SessionEndSeed",
     "SessionHeader",
     "SessionTitle",
