@@ -24,6 +24,7 @@ from plugins.subagent import (
 )
 from runtime.jobs import JobEnd, JobIO, JobService, background_jobs
 from runtime.kernel import ConfigError, Context, Plugin
+from runtime.prompt import SYSTEM_PROMPT, PromptSection
 from runtime.session import SpawnedBy
 from runtime.tools import TOOLS, Tool, ToolContext, ToolResult
 from runtime.tools.definition import TOOL_NAME
@@ -31,7 +32,29 @@ from runtime.tools.definition import TOOL_NAME
 from ._continuable import Children, send_message_tool, start_continuable
 from ._wording import parameters, wording
 
-__all__ = ["ToolSubagentConfig", "default_tool_name", "plugin", "render_result", "subagent_tool"]
+__all__ = [
+    "CONTINUABLE_ORDER",
+    "ToolSubagentConfig",
+    "continuable_section",
+    "default_tool_name",
+    "plugin",
+    "render_result",
+    "subagent_tool",
+]
+
+CONTINUABLE_ORDER = 116.5
+"""Where a continuable tool's section `tool:<tool name>` goes (the original's order)."""
+
+
+def continuable_section(name: str) -> str:
+    """The habits of a continuable subagent tool `name` (its section's text while the tool exists)."""
+    return (
+        f"Use {name} in the background by default. Start independent delegations together, in one assistant "
+        "message, and keep doing useful work while they run. Set `run_in_background: false` only when your next "
+        "action depends on that subagent's result. When a background run settles, a notice with its outcome and "
+        "its closing message arrives as your next input."
+    )
+
 
 log = logging.getLogger("dsh.tool_subagent")
 
@@ -217,6 +240,13 @@ def _apply(ctx: Context, config: ToolSubagentConfig) -> None:
         if mounted and mounted[0][0] is provider:
             _, disposer = mounted.pop()
             disposer()
+
+    if children is not None and ctx.has(SYSTEM_PROMPT):
+        # the habits of background delegation, said while the tool exists (empty while its provider is absent)
+        text = continuable_section(name)
+        ctx.get(SYSTEM_PROMPT).section(
+            PromptSection(f"tool:{name}", CONTINUABLE_ORDER, lambda: text if mounted else "")
+        )
 
     # Listen first, then look: a provider registered in between cannot be missed.
     ctx.on(PROVIDER_ADDED, on_added)

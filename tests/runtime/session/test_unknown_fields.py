@@ -111,7 +111,9 @@ OTHER_TYPES: list[Event] = [
         )
     ),
     JobStarted(
-        data=JobStartedData(job_id="job-1", kind="stream", tool="bash", call_id="c", turn=1, step=1, label="l")
+        data=JobStartedData(
+            job_id="job-1", kind="stream", tool="bash", call_id="c", turn=1, step=1, label="l"
+        )
     ),
     JobSettled(data=JobSettledData(job_id="job-1", status="killed", reason="r")),
     SessionEndSeed(data=EmptyData()),
