@@ -176,7 +176,8 @@ def subagent_tool(
                 )
                 return ToolResult(f"started subagent {child_id}")
             if arguments.get("run_in_background") and jobs is not None:
-                job = await start_job(jobs, subagents, provider_name, request, tool=name)
+                background_request = dataclasses.replace(request, background=True)
+                job = await start_job(jobs, subagents, provider_name, background_request, tool=name)
                 return ToolResult(f"started background subagent job {job.id}", meta={"jobId": job.id})
             async with subagents.start(provider_name, request) as run:
                 result = await run.result()
