@@ -15,7 +15,6 @@ killed because its agent closed is logged `job/settled{killed}` as the agent clo
 from __future__ import annotations
 
 import codecs
-import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal
@@ -42,8 +41,6 @@ __all__ = [
     "UnknownJobError",
     "Work",
 ]
-
-log = logging.getLogger("dsh.jobs")
 
 JobStatus = Literal["running", "completed", "killed", "failed"]
 
