@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import anyio
 import msgspec
 
-from runtime.agent import Agent, InputSource, Splice
+from runtime.agent import Agent, InputSource, QueueTarget, Splice
 from runtime.llm import OtherSource, PluginSource, ToolSource, UserMessage, UserSource
 from runtime.session import (
     Event,
@@ -212,7 +212,7 @@ class RecordedInbox:
     async def deliver(
         self,
         agent: Agent,
-        target: InboxTarget,
+        target: QueueTarget,
         source: InputSource,
         splice: Splice,
         *,
@@ -228,7 +228,8 @@ class RecordedInbox:
                 s
                 for s in session.slots
                 if not s.taken
-                and s.delivery.target == target
+                # `next` is decided at admission: at the recorded position, as the recording decided it
+                and (target == "next" or s.delivery.target == target)
                 and s.delivery.kind == kind
                 # a recorded sender pairs with the live session bound to its log; an input the recording does not
                 # say the sender of (a message a parent sent its child) pairs with whoever sends it, in order

@@ -8,9 +8,10 @@ Each job has an id (`job-<n>`, numbered in its agent's log, so a re-run numbers 
 (`stream`: its output is read as it comes, each read returning what arrived since the previous one; `final-output`:
 one result once it settles) and a status (`running`, then `completed`, `killed` or `failed`). Its start is logged
 as `job/started` when the tool starts it; its outcome as `job/settled`, just before the settlement notice enters the
-agent's inbox (a prompt for the agent's next turn, queued as the continuable subagent's settled notice is: it wakes an
-idle agent), so the fact lands in the log where the agent learns it, wherever the inbox gate admits the notice. A job
-killed because its agent closed is logged `job/settled{killed}` as the agent closes, with no notice."""
+agent's inbox (queued as a subagent's report and settled notice are, with target `next`: it enters the running turn
+at its next step, or starts a turn when the agent is idle), so the fact lands in the log where the agent learns it,
+wherever the inbox gate admits the notice. A job killed because its agent closed is logged `job/settled{killed}` as
+the agent closes, with no notice."""
 
 from __future__ import annotations
 
@@ -252,7 +253,7 @@ class Jobs:
             summary = job.summary()
             await agent.queue(
                 (TextBlock(f"{summary} Read it with job_output (job_id {job.id})."),),
-                target="next-turn",
+                target="next",
                 source=OtherSource(name=NOTICE_SOURCE),
                 source_wire={"kind": NOTICE_SOURCE, "form": "notice", "summary": summary, "jobId": job.id},
                 before=job.settled_event(),

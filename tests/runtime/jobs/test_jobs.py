@@ -19,8 +19,8 @@ from runtime.agent import AGENTS, Agent
 from runtime.jobs import JOB_TOOLS, JOBS, SECTION, JobEnd, JobIO, JobsConfig, JobService, background_jobs
 from runtime.kernel import ConfigError, Context, NoConfig, Plugin
 from runtime.prompt import SYSTEM_PROMPT
-from runtime.tools import TOOLS, ToolCall, ToolContext, ToolResult
-from tests.runtime.agent.harness import OPTIONS, ScriptedAdapter, host, text
+from runtime.tools import TOOLS, Tool, ToolCall, ToolContext, ToolResult
+from tests.runtime.agent.harness import OPTIONS, ScriptedAdapter, calls, host, text
 
 pytestmark = pytest.mark.anyio
 
@@ -314,3 +314,42 @@ def test_enabling_background_jobs_without_the_job_service_fails_to_load(tmp_path
 def test_a_wait_default_above_its_maximum_is_refused(tmp_path: Path) -> None:
     with host(tmp_path, ScriptedAdapter()) as ctx, pytest.raises(ConfigError, match="at most max_wait_ms"):
         ctx.plugin(jobs_module.plugin, JobsConfig(wait_ms=10, max_wait_ms=5))
+
+
+async def test_a_job_that_settles_while_a_turn_runs_enters_its_next_step(tmp_path: Path) -> None:
+    jobs_of: list[JobService] = []
+
+    async def start_and_wait(arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        async def work(io: JobIO) -> JobEnd:
+            return JobEnd("completed", exit_code=0)
+
+        job = await jobs_of[0].of(context.agent).start("stream", "bash", work, label="quick")
+        await job.wait(5)
+        return ToolResult(f"{job.id} settled")
+
+    tool = Tool(
+        name="quick_job",
+        description="Start a quick job.",
+        parameters={"type": "object"},
+        execute=start_and_wait,
+    )
+    adapter = ScriptedAdapter([calls(("q1", "quick_job", "{}")), text("It finished.")])
+    with host(tmp_path, adapter, tool_list=[tool]) as ctx:
+        ctx.plugin(jobs_module.plugin)
+        ctx.plugin(enabler())
+        jobs_of.append(service(ctx))
+        async with agent_of(ctx) as agent:
+            outcome = await agent.run("Run the quick job.")
+            splices = [
+                json.loads(e.data) for e in agent.log.store.events(agent.id, types=("agent/inbox/spliced",))
+            ]
+        assert outcome.text == "It finished."
+        assert agent.log.state.last_turn == 1, "no turn of its own: it entered the running one"
+        notice = next(
+            s for s in splices if s.get("inserted") and s["inserted"][0]["source"]["kind"] == "job-settled"
+        )
+        assert notice["target"] == "next-step"
+        second_request = adapter.requests[1]
+        assert "Background job job-1 (bash: quick) completed with exit code 0." in str(
+            second_request.messages
+        )
