@@ -194,6 +194,7 @@ class Agent:
         wake: bool = True,
         sender: str | None = None,
         before: Event | None = None,
+        key: str | None = None,
     ) -> UserMessage:
         """Queue one user-role message for this agent and return it. `next-turn` starts the next turn (when the
         agent is idle and `wake` is set, `serve` starts it at once); `next-step` is steering: it enters the running
@@ -202,7 +203,8 @@ class Agent:
         writes it, for a source kind dsh reads as `OtherSource` (`{"kind": "subagent-report", ...}`); `sender` is the
         session id of the agent that sent it, if an agent did (the gate pairs it with its recording). The splice is
         logged when the inbox gate admits the input: at once, except in a replay; `before`, an event the input reports on
-        (a background job's outcome), is appended just before it, so the fact lands in the log where the input does."""
+        (a background job's outcome), is appended just before it, so the fact lands in the log where the input does;
+        `key` names its origin among inputs of its kind (a job's id: the gate pairs it with its recording)."""
         blocks: tuple[UserBlock, ...] = (TextBlock(content),) if isinstance(content, str) else tuple(content)
         said = source or UserSource()
         queued: list[UserMessage] = []
@@ -224,7 +226,7 @@ class Agent:
             await self.append(InboxSpliced(data=data), written=written)
             queued.append(message)
 
-        await self.gate.deliver(self, target, said, splice, sender=sender)
+        await self.gate.deliver(self, target, said, splice, sender=sender, key=key)
         if not queued:
             raise RuntimeError(f"the inbox gate of {self!r} returned without admitting the input")
         if wake and admitted[0] == "next-turn":

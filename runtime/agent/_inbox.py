@@ -44,10 +44,18 @@ class InboxGate(Protocol):
     """Decides when queued input enters an agent's inbox."""
 
     async def deliver(
-        self, agent: Agent, target: QueueTarget, source: InputSource, splice: Splice, *, sender: str | None
+        self,
+        agent: Agent,
+        target: QueueTarget,
+        source: InputSource,
+        splice: Splice,
+        *,
+        sender: str | None,
+        key: str | None = None,
     ) -> None:
         """Admit an input from `source` for `agent`'s `target` queue by awaiting `splice()` (now or later); returns
-        after it. `sender`: the session id of the agent that sent it (None: the user, or the host)."""
+        after it. `sender`: the session id of the agent that sent it (None: the user, or the host); `key`: what else names the input's origin
+        among inputs of its kind (a background job's id), so a replay pairs it with its recorded counterpart."""
         ...
 
     async def boundary(self, agent: Agent, event: Event) -> None:
@@ -60,7 +68,14 @@ class ImmediateGate:
     """The live gate: every input is spliced the moment it is queued; boundaries never wait."""
 
     async def deliver(
-        self, agent: Agent, target: QueueTarget, source: InputSource, splice: Splice, *, sender: str | None
+        self,
+        agent: Agent,
+        target: QueueTarget,
+        source: InputSource,
+        splice: Splice,
+        *,
+        sender: str | None,
+        key: str | None = None,
     ) -> None:
         await splice()
 

@@ -257,6 +257,7 @@ class Jobs:
                 source=OtherSource(name=NOTICE_SOURCE),
                 source_wire={"kind": NOTICE_SOURCE, "form": "notice", "summary": summary, "jobId": job.id},
                 before=job.settled_event(),
+                key=job.id,
             )
             logged = True
         finally:

@@ -126,5 +126,6 @@ def test_a_timing_dependent_tool_runs_for_its_effects_and_is_served_its_recorded
     spec.write_text(spec.read_text() + "tools: {job_output: live}\n")
     live = replayed(directory)
     first_read = next(c.result for c in live.tool_calls if c.name == "job_output")
+    assert first_read is not None
     assert first_read.endswith("[status: running]")
     assert not first_read.startswith("served")
