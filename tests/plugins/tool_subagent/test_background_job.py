@@ -6,7 +6,7 @@ wakes the idle parent. Without the flag the tool keeps refusing background calls
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -18,7 +18,7 @@ from plugins import subagent, tool_subagent
 from runtime import jobs as jobs_module
 from runtime.agent import AGENTS, Agent
 from runtime.kernel import Context
-from runtime.llm import StreamChunk
+from runtime.llm import LlmRequest, StreamChunk
 from runtime.session import STORE
 from runtime.tools import TOOLS, ToolCall, ToolContext
 from tests.plugins.subagent.harness import by_spawning_call, data_of
@@ -77,16 +77,32 @@ def test_enabled_the_one_shot_tool_declares_the_parameter_and_the_job_tools_exis
         assert ctx.get(TOOLS).get("job_output") is None
 
 
+def held(
+    release: anyio.Event, chunks: list[StreamChunk]
+) -> Callable[[LlmRequest], AsyncIterator[StreamChunk]]:
+    """A child's reply that waits for `release`: it answers once the parent's turn is over."""
+
+    async def stream(request: LlmRequest) -> AsyncIterator[StreamChunk]:
+        await release.wait()
+        for chunk in chunks:
+            yield chunk
+
+    return stream
+
+
 async def test_a_background_subagent_is_a_final_output_job_with_the_childs_answer(tmp_path: Path) -> None:
+    release = anyio.Event()
     adapter = ScriptedAdapter(
         scripts={
             "parent": [background("c1", "Count the files."), text("Started."), text("noted")],
-            "c1": [text("there are 3")],
+            "c1": [held(release, text("there are 3"))],
         }
     )
     with job_host(tmp_path, adapter) as ctx:
         async with ctx.get(AGENTS).create(OPTIONS) as parent:
             outcome = await parent.run("Count the files in the background.")
+            assert await job_output(parent, job_id="job-1") == "(no result yet)\n[status: running]"
+            release.set()
             await settled(parent)
             assert await job_output(parent, job_id="job-1") == "there are 3\n[status: completed]"
             started = data_of(parent.log.store, parent.id, "job/started")
@@ -114,15 +130,17 @@ async def test_a_background_subagent_is_a_final_output_job_with_the_childs_answe
 
 
 async def test_a_failing_background_child_settles_failed_with_its_error_text(tmp_path: Path) -> None:
+    release = anyio.Event()
     adapter = ScriptedAdapter(
         scripts={
             "parent": [background("c1", "Count the files."), text("Started."), text("noted")],
-            "c1": [failure("AUTH", "the key was refused")],
+            "c1": [held(release, failure("AUTH", "the key was refused"))],
         }
     )
     with job_host(tmp_path, adapter) as ctx:
         async with ctx.get(AGENTS).create(OPTIONS) as parent:
             await parent.run("Count the files in the background.")
+            release.set()
             await settled(parent)
             read = await job_output(parent, job_id="job-1")
             ended = data_of(parent.log.store, parent.id, "job/settled")
