@@ -21,7 +21,7 @@ JOB_TOOLS = ("job_kill", "job_list", "job_output")
 
 SECTION = PromptSection(
     "tool:jobs",
-    115,
+    106,
     "Keep track of every background job id you start. When a job finishes you are told so in this session, so "
     "do not poll it or sleep waiting for it: carry on with independent work, and do not redo what a running job "
     "is doing. Before your final answer, collect each job that still matters with job_output (pass wait: true only "

@@ -353,3 +353,10 @@ async def test_a_job_that_settles_while_a_turn_runs_enters_its_next_step(tmp_pat
         assert "Background job job-1 (bash: quick) completed with exit code 0." in str(
             second_request.messages
         )
+
+
+def test_the_section_holds_the_habits_of_background_work() -> None:
+    assert (SECTION.name, SECTION.order) == ("tool:jobs", 106)  # after bash's (105), as the original has it
+    assert isinstance(SECTION.text, str)
+    for habit in ("job id", "do not poll", "job_output", "wait: true", "job_kill"):
+        assert habit in SECTION.text
