@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import anyio
 import msgspec
 
-from runtime.agent import Agent, InputSource, Splice
+from runtime.agent import Agent, InputSource, QueueTarget, Splice
 from runtime.llm import OtherSource, PluginSource, ToolSource, UserMessage, UserSource
 from runtime.session import (
     Event,
@@ -55,17 +55,20 @@ def source_kind(source: UserSource | PluginSource | ToolSource | OtherSource) ->
 @dataclass(frozen=True, slots=True)
 class Delivery:
     """One input queued in a recorded log: its target queue, the position it was spliced at, its source kind, the
-    session that sent it (`senderSessionId`, if the source names one) and the message."""
+    session that sent it (`senderSessionId`, if the source names one), the message, and its key (`jobId`: the
+    background job a notice is about)."""
 
     target: InboxTarget
     position: Position
     kind: str
     sender: str | None
     message: UserMessage
+    key: str | None = None
 
 
 class _Sender(msgspec.Struct):
-    senderSessionId: str | None = None  # the wire's own key
+    senderSessionId: str | None = None  # the wire's own keys
+    jobId: str | None = None
 
 
 class _Item(msgspec.Struct):
@@ -111,7 +114,8 @@ class Positions:
         for index, message in enumerate(data.inserted):
             source = items[index].source if index < len(items) else None
             sender = source.senderSessionId if source is not None else None
-            out.append(Delivery(data.target, self.current, source_kind(message.source), sender, message))
+            key = source.jobId if source is not None else None
+            out.append(Delivery(data.target, self.current, source_kind(message.source), sender, message, key))
         return out
 
 
@@ -212,11 +216,12 @@ class RecordedInbox:
     async def deliver(
         self,
         agent: Agent,
-        target: InboxTarget,
+        target: QueueTarget,
         source: InputSource,
         splice: Splice,
         *,
         sender: str | None,
+        key: str | None = None,
     ) -> None:
         session = self._session(agent)
         if session is None:
@@ -228,11 +233,15 @@ class RecordedInbox:
                 s
                 for s in session.slots
                 if not s.taken
-                and s.delivery.target == target
+                # `next` is decided at admission: at the recorded position, as the recording decided it
+                and (target == "next" or s.delivery.target == target)
                 and s.delivery.kind == kind
                 # a recorded sender pairs with the live session bound to its log; an input the recording does not
                 # say the sender of (a message a parent sent its child) pairs with whoever sends it, in order
                 and (s.delivery.sender is None or self._ids.get(s.delivery.sender) == sender_log)
+                # a job's notice pairs with the recorded notice of the same job (ids are numbered in the log, so a
+                # re-run's are the recording's), however the jobs' settlements were scheduled
+                and (s.delivery.key is None or s.delivery.key == key)
             ),
             None,
         )

@@ -6,8 +6,14 @@ adapter (so `assert_consumed` raises it) and returned to the loop as the call's 
 
 Which tools are recorded: `modes` (a scenario's `tools:`) names a tool `live` or `recorded`; a tool it does not name
 is recorded when its definition declares itself non-hermetic (`runtime.tools.Tool.hermetic`, False for web_fetch and
-web_search), live otherwise. The loop has no replay branch: the replay plugin listens to the tool registry's
-`tools/executor` waterfall and hands back the recorded executor."""
+web_search), live otherwise. A live tool that declares itself `timing_dependent` (the job tools: what
+`job_output` reads depends on how far a background job has got) is run, for what it does (a kill kills, a read moves
+the read position on, a wait waits for the live job), and the model is served the recorded result: recorded order
+decides what each read returned, never the scheduler, so every re-run logs the same bytes. The alternative, holding
+each read until the live job reaches the state the recording saw, cannot pin a stream read (a command's output
+arrives in chunks of whatever size the pipe delivers) and would make a read of a job that ran further than recorded
+unanswerable. The loop has no replay branch: the replay plugin listens to the tool registry's `tools/executor`
+waterfall and hands back the recorded executor."""
 
 from __future__ import annotations
 
@@ -91,7 +97,15 @@ class RecordedTools:
     ) -> Any:
         """The `tools/executor` listener: the tool's own executor for a live tool, the recording's for the rest."""
         if self.mode(tool) == "live":
-            return await next_(execute)
+            live = await next_(execute)
+            if not tool.timing_dependent or tool.name in self._modes:
+                return live
+
+            async def witnessed(arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+                await live(arguments, context)  # what it does happens; what it says comes from the recording
+                return self.serve(tool, call, context)
+
+            return witnessed
 
         async def recorded(arguments: dict[str, Any], context: ToolContext) -> ToolResult:
             return self.serve(tool, call, context)

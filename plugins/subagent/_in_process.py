@@ -95,9 +95,9 @@ class InProcessRun:
 
 
 def child_options(parent: Agent, request: SubagentRequest | None = None) -> AgentOptions:
-    """The parent's options, with the parent's workspace made explicit (and, for a continuable child, marked as
-    running in the background)."""
-    background = request is not None and request.mode == "continuable"
+    """The parent's options, with the parent's workspace made explicit (and, for a continuable child or one run as
+    a background job, marked as running in the background)."""
+    background = request is not None and (request.mode == "continuable" or request.background)
     return dataclasses.replace(parent.options, cwd=parent.cwd, background=background)
 
 

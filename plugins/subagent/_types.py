@@ -39,13 +39,15 @@ class SubagentRequest:
     """A delegation: `prompt` is the child's first user message, `parent` the calling agent, `spawned_by` the
     parent's tool call that asks for it (the child's session is linked to it), `label` a short display label
     (logged in the child's `subagent/descriptor`, with `mode`: `one-shot`, or `continuable` for a child that stays
-    available for more input)."""
+    available for more input). `background`: a one-shot child run as a background job of its parent (it runs in
+    the parent's background, as a continuable child does)."""
 
     prompt: str
     parent: Agent
     spawned_by: SpawnedBy
     label: str | None = None
     mode: Literal["one-shot", "continuable"] = "one-shot"
+    background: bool = False
 
 
 @dataclass(frozen=True)

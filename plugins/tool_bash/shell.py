@@ -1,6 +1,8 @@
 """Running one shell command: a fresh `bash -c` (under the sandbox, when there is one) in its own process group,
 under the supervisor that kills it when dsh dies, both streams read with a bounded tail, a timeout, and the whole
-group killed on timeout or cancellation so nothing outlives the call."""
+group killed on timeout or cancellation so nothing outlives the call. A background command (`run_background`) is
+run the same way with no timeout, its output (both streams, as they arrive) handed to a sink, until it exits or is
+cancelled (killed)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import anyio
 from anyio.abc import ByteReceiveStream, Process
@@ -19,9 +22,15 @@ from runtime.tools.guard import guarded
 
 from .sandbox import Sandbox
 
-__all__ = ["ShellOutcome", "TailBuffer", "run_shell"]
+__all__ = ["ShellOutcome", "Sink", "TailBuffer", "run_background", "run_shell"]
 
 _GRACE_SECONDS = 0.25
+
+
+class Sink(Protocol):
+    """Where a stream's bytes go."""
+
+    def write(self, chunk: bytes) -> None: ...
 
 
 class TailBuffer:
@@ -60,14 +69,14 @@ class ShellOutcome:
     timed_out: bool
 
 
-async def _drain(stream: ByteReceiveStream | None, sink: TailBuffer) -> None:
+async def _drain(stream: ByteReceiveStream | None, sink: Sink) -> None:
     if stream is None:
         return
     async for chunk in stream:
         sink.write(chunk)
 
 
-async def _collect(process: Process, stdout: TailBuffer, stderr: TailBuffer) -> None:
+async def _collect(process: Process, stdout: Sink, stderr: Sink) -> None:
     """Read both streams until the shell exits. A background child may keep the pipes open after that: its
     output is read for a short grace period, then the rest of the group is killed, so no call leaves orphans."""
     drained = anyio.Event()
@@ -95,6 +104,49 @@ def _kill_group(process: Process) -> None:
         os.killpg(process.pid, signal.SIGKILL)
 
 
+def _argv(command: str, cwd: Path, sandbox: Sandbox | None, workspace: Path | None) -> list[str]:
+    argv = ["bash", "-c", command]
+    if sandbox is not None:
+        argv = sandbox.argv(argv, workspace=workspace or cwd, workdir=cwd)
+    return guarded(argv)
+
+
+async def _stop(process: Process) -> None:
+    _kill_group(process)
+    with anyio.CancelScope(shield=True):
+        await process.wait()
+
+
+async def run_background(
+    command: str,
+    *,
+    cwd: Path,
+    sink: Sink,
+    env: Mapping[str, str] | None = None,
+    sandbox: Sandbox | None = None,
+    workspace: Path | None = None,
+) -> int:
+    """Run `command` as `run_shell` does, with no timeout, writing both streams to `sink` as they arrive; return
+    its exit status (negative for a signal). Cancelled (the job killed, its agent closed), the group is killed and
+    the cancellation propagates; when dsh dies, the supervisor kills it."""
+    process = await anyio.open_process(
+        _argv(command, cwd, sandbox, workspace),
+        cwd=cwd,
+        env=dict(env) if env is not None else None,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        await _collect(process, sink, sink)
+    except BaseException:
+        await _stop(process)
+        raise
+    finally:
+        with anyio.CancelScope(shield=True):
+            await process.aclose()
+    return process.returncode if process.returncode is not None else -signal.SIGKILL
+
+
 async def run_shell(
     command: str,
     *,
@@ -110,11 +162,8 @@ async def run_shell(
     and the cancellation propagates; when dsh dies, the supervisor kills it."""
     stdout, stderr = TailBuffer(cap), TailBuffer(cap)
     timed_out = False
-    argv = ["bash", "-c", command]
-    if sandbox is not None:
-        argv = sandbox.argv(argv, workspace=workspace or cwd, workdir=cwd)
     process = await anyio.open_process(
-        guarded(argv),
+        _argv(command, cwd, sandbox, workspace),
         cwd=cwd,
         env=dict(env) if env is not None else None,
         stdin=subprocess.DEVNULL,
@@ -129,9 +178,7 @@ async def run_shell(
             with anyio.CancelScope(shield=True):
                 await process.wait()
     except BaseException:
-        _kill_group(process)
-        with anyio.CancelScope(shield=True):
-            await process.wait()
+        await _stop(process)
         raise
     finally:
         with anyio.CancelScope(shield=True):

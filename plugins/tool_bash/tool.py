@@ -11,12 +11,13 @@ from typing import Any, cast
 import anyio
 import msgspec
 
+from runtime.jobs import JobEnd, JobIO, JobService, background_jobs
 from runtime.kernel import Context, Plugin
 from runtime.prompt import SYSTEM_PROMPT, PromptContext, PromptSection
 from runtime.tools import TOOL_ENV, TOOLS, EnvPolicy, Tool, ToolContext, ToolEnvironment, ToolResult
 
 from .sandbox import POLICIES, Policy, Sandbox, policy_text
-from .shell import ShellOutcome, TailBuffer, run_shell
+from .shell import ShellOutcome, TailBuffer, run_background, run_shell
 
 __all__ = ["DESCRIPTION", "SANDBOX_CONTEXT", "SECTION", "BashConfig", "EnvConfig", "format_outcome", "plugin"]
 
@@ -31,6 +32,17 @@ DESCRIPTION = (
     "`[killed by signal: NAME]`. Long output is cut to its tail, with a note saying how much was dropped. "
     "Prefer the dedicated file tools for reading, writing, editing and searching files."
 )
+BACKGROUND_DESCRIPTION = (
+    " Set `run_in_background: true` for a long-running command: the call returns a job id at once; read its "
+    "output with `job_output` and stop it with `job_kill`."
+)
+"""What DESCRIPTION adds when `run_in_background` is enabled."""
+
+BACKGROUND_PARAMETER: dict[str, Any] = {
+    "type": "boolean",
+    "description": "Run in the background and return a job id at once (read it with job_output, stop it with "
+    "job_kill). No timeout applies.",
+}
 
 SECTION = PromptSection(
     "tool:bash",
@@ -84,7 +96,8 @@ class EnvConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 class BashConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """`timeout_ms`: the default per call; `max_timeout_ms`: the cap on `timeoutMs`; `output_cap_bytes`: the
     tail kept of each stream; `env`: the environment policy's additions; `sandbox`: the file policy each command
-    runs under; `sandbox_network`: whether a sandboxed command may use the network."""
+    runs under; `sandbox_network`: whether a sandboxed command may use the network; `run_in_background`: whether
+    a call may run its command as a background job (needs `runtime.jobs`)."""
 
     timeout_ms: int = 120_000
     max_timeout_ms: int = 600_000
@@ -92,6 +105,7 @@ class BashConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     env: EnvConfig = EnvConfig()
     sandbox: str = "danger-full-access"
     sandbox_network: bool = False
+    run_in_background: bool = False
 
     @property
     def policy(self) -> Policy:
@@ -139,16 +153,58 @@ def format_outcome(outcome: ShellOutcome, *, timeout_ms: int, sandbox: Sandbox |
     return text
 
 
-def _make_tool(config: BashConfig, environment: ToolEnvironment, sandbox: Sandbox | None) -> Tool:
+def _no_workdir(workdir: Path) -> ToolResult:
+    return ToolResult.error("WORKDIR_NOT_FOUND", f"workdir {workdir} does not exist or is not a directory")
+
+
+def _make_tool(
+    config: BashConfig, environment: ToolEnvironment, sandbox: Sandbox | None, jobs: JobService | None
+) -> Tool:
     env_policy = config.env.policy()
+
+    async def background(arguments: dict[str, Any], context: ToolContext, workdir: Path) -> ToolResult:
+        if jobs is None:
+            return ToolResult.error(
+                "INVALID_ARGUMENTS",
+                'run_in_background is disabled for this tool instance ("bash"); call it again without '
+                "run_in_background and wait for the result",
+            )
+        if context.agent is None:
+            return ToolResult.error("NO_CALLING_AGENT", "a background bash job requires a calling agent")
+        command = arguments["command"]
+        env = environment.child_env(os.environ, env_policy)
+
+        async def work(io: JobIO) -> JobEnd:
+            code = await run_background(
+                command, cwd=workdir, sink=io, env=env, sandbox=sandbox, workspace=context.cwd
+            )
+            return JobEnd("completed", exit_code=code)
+
+        job = await jobs.of(context.agent).start(
+            "stream",
+            "bash",
+            work,
+            label=arguments["description"] or command,
+            call_id=context.call_id,
+            turn=context.turn,
+            step=context.step,
+        )
+        return ToolResult(
+            f"started background job {job.id}; read its output with job_output, stop it with job_kill",
+            meta={"jobId": job.id},
+        )
 
     async def execute(arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         timeout_ms = int(min(arguments.get("timeoutMs", config.timeout_ms), config.max_timeout_ms))
         workdir = context.cwd / Path(arguments.get("workdir", "."))
+        if arguments.get("run_in_background"):
+            # nothing awaits before the job is started, so sibling calls of one step number their jobs in call
+            # order, however their threads and processes are scheduled: the workdir is checked synchronously
+            if not workdir.is_dir():
+                return _no_workdir(workdir)
+            return await background(arguments, context, workdir)
         if not await anyio.Path(workdir).is_dir():
-            return ToolResult.error(
-                "WORKDIR_NOT_FOUND", f"workdir {workdir} does not exist or is not a directory"
-            )
+            return _no_workdir(workdir)
         outcome = await run_shell(
             arguments["command"],
             cwd=workdir,
@@ -163,7 +219,15 @@ def _make_tool(config: BashConfig, environment: ToolEnvironment, sandbox: Sandbo
             meta={"exitCode": outcome.returncode, "timedOut": outcome.timed_out},
         )
 
-    return Tool(name="bash", description=DESCRIPTION, parameters=PARAMETERS, execute=execute)
+    if jobs is None:
+        return Tool(name="bash", description=DESCRIPTION, parameters=PARAMETERS, execute=execute)
+    parameters = {
+        **PARAMETERS,
+        "properties": {**PARAMETERS["properties"], "run_in_background": BACKGROUND_PARAMETER},
+    }
+    return Tool(
+        name="bash", description=DESCRIPTION + BACKGROUND_DESCRIPTION, parameters=parameters, execute=execute
+    )
 
 
 def _apply(ctx: Context, config: BashConfig) -> None:
@@ -172,7 +236,8 @@ def _apply(ctx: Context, config: BashConfig) -> None:
         # Checked now, so a deployment that asks for a sandbox it cannot have fails to load instead of running
         # commands unconfined.
         sandbox = Sandbox.check(config.policy, network=config.sandbox_network, plugin=ctx.plugin_id)
-    ctx.get(TOOLS).register(_make_tool(config, ctx.get(TOOL_ENV), sandbox))
+    jobs = background_jobs(ctx, tool="bash") if config.run_in_background else None
+    ctx.get(TOOLS).register(_make_tool(config, ctx.get(TOOL_ENV), sandbox, jobs))
     prompt = ctx.get(SYSTEM_PROMPT)
     prompt.section(SECTION)
     if sandbox is not None:

@@ -22,7 +22,9 @@ from plugins.subagent import (
     SubagentResult,
     SubagentView,
 )
+from runtime.jobs import JobEnd, JobIO, JobService, background_jobs
 from runtime.kernel import ConfigError, Context, Plugin
+from runtime.prompt import SYSTEM_PROMPT, PromptSection
 from runtime.session import SpawnedBy
 from runtime.tools import TOOLS, Tool, ToolContext, ToolResult
 from runtime.tools.definition import TOOL_NAME
@@ -30,7 +32,29 @@ from runtime.tools.definition import TOOL_NAME
 from ._continuable import Children, send_message_tool, start_continuable
 from ._wording import parameters, wording
 
-__all__ = ["ToolSubagentConfig", "default_tool_name", "plugin", "render_result", "subagent_tool"]
+__all__ = [
+    "CONTINUABLE_ORDER",
+    "ToolSubagentConfig",
+    "continuable_section",
+    "default_tool_name",
+    "plugin",
+    "render_result",
+    "subagent_tool",
+]
+
+CONTINUABLE_ORDER = 116.5
+"""Where a continuable tool's section `tool:<tool name>` goes (the original's order)."""
+
+
+def continuable_section(name: str) -> str:
+    """The habits of a continuable subagent tool `name` (its section's text while the tool exists)."""
+    return (
+        f"Use {name} in the background by default. Start independent delegations together, in one assistant "
+        "message, and keep doing useful work while they run. Set `run_in_background: false` only when your next "
+        "action depends on that subagent's result. When a background run settles, a notice with its outcome and "
+        "its closing message arrives as your next input."
+    )
+
 
 log = logging.getLogger("dsh.tool_subagent")
 
@@ -47,11 +71,13 @@ class ToolSubagentConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True
     by default `subagent` for `spawn` and `subagent_<provider>` otherwise (`subagent_fork` for `fork`).
     `background_mode`: `one-shot` (the call waits for the child's answer) or `continuable` (the child runs in the
     background, the call returns its durable id; reports and settlement notices arrive in this agent's inbox, and
-    a `send_message` tool gives the child more work)."""
+    a `send_message` tool gives the child more work). `run_in_background`: in one-shot mode, whether a call may
+    run the child as a background job (`run_in_background: true` returns a job id; needs `runtime.jobs`)."""
 
     provider: str
     tool_name: str | None = None
     background_mode: Literal["one-shot", "continuable"] = "one-shot"
+    run_in_background: bool = False
 
 
 def default_tool_name(provider: str) -> str:
@@ -75,13 +101,47 @@ def render_result(result: SubagentResult) -> ToolResult:
     return ToolResult(text, is_error=True, code=code, meta=result.meta)
 
 
+async def start_job(
+    jobs: JobService, subagents: SubagentView, provider: str, request: SubagentRequest, *, tool: str
+) -> Any:
+    """Run a one-shot child as a final-output job of its parent: its result is the child's answer, or the error
+    text a foreground call would have returned (the job then settles as failed)."""
+
+    async def work(io: JobIO) -> JobEnd:
+        try:
+            async with subagents.start(provider, request) as run:
+                result = render_result(await run.result())
+        except SubagentError as error:
+            return JobEnd("failed", output=f"Error: {error}", error=str(error))
+        if result.is_error:
+            return JobEnd("failed", output=result.text, error=result.text.splitlines()[0])
+        return JobEnd("completed", output=result.text)
+
+    return await jobs.of(request.parent).start(
+        "final-output",
+        tool,
+        work,
+        label=request.label,
+        call_id=request.spawned_by.call_id,
+        turn=request.spawned_by.turn,
+        step=request.spawned_by.step,
+    )
+
+
 def subagent_tool(
-    name: str, provider: SubagentProvider, subagents: SubagentView, *, children: Children | None = None
+    name: str,
+    provider: SubagentProvider,
+    subagents: SubagentView,
+    *,
+    children: Children | None = None,
+    jobs: JobService | None = None,
 ) -> Tool:
     """The tool `name`, worded from `provider`, delegating to the provider of that name through `subagents`. With
-    `children` it is continuable: it starts children in the background (see `_continuable`)."""
+    `children` it is continuable: it starts children in the background (see `_continuable`); with `jobs`, a
+    one-shot call with `run_in_background: true` runs its child as a background job of the calling agent."""
     continuable = children is not None
-    words = wording(provider.inherits_parent_context, continuable=continuable)
+    with_jobs = jobs is not None and not continuable
+    words = wording(provider.inherits_parent_context, continuable=continuable, jobs=with_jobs)
     provider_name = provider.name
 
     async def execute(arguments: dict[str, Any], context: ToolContext) -> ToolResult:
@@ -92,7 +152,7 @@ def subagent_tool(
                 f'the "{name}" tool requires a calling agent: it runs only inside an agent turn',
             )
         background = arguments.get("run_in_background", True) if continuable else False
-        if arguments.get("run_in_background") and not continuable:
+        if arguments.get("run_in_background") and not continuable and jobs is None:
             return ToolResult.error(
                 "INVALID_ARGUMENTS",
                 f'run_in_background is disabled for this tool instance ("{name}"): dsh runs subagents in the '
@@ -115,6 +175,10 @@ def subagent_tool(
                     subagents, provider_name, dataclasses.replace(request, mode="continuable"), children
                 )
                 return ToolResult(f"started subagent {child_id}")
+            if arguments.get("run_in_background") and jobs is not None:
+                background_request = dataclasses.replace(request, background=True)
+                job = await start_job(jobs, subagents, provider_name, background_request, tool=name)
+                return ToolResult(f"started background subagent job {job.id}", meta={"jobId": job.id})
             async with subagents.start(provider_name, request) as run:
                 result = await run.result()
         except SubagentError as error:
@@ -132,7 +196,7 @@ def subagent_tool(
     return Tool(
         name=name,
         description=words.description,
-        parameters=parameters(provider.inherits_parent_context, continuable=continuable),
+        parameters=parameters(provider.inherits_parent_context, continuable=continuable, jobs=with_jobs),
         execute=execute,
     )
 
@@ -152,9 +216,14 @@ def _apply(ctx: Context, config: ToolSubagentConfig) -> None:
     ] = []  # at most one: the provider the tool is worded from
 
     children = Children() if config.background_mode == "continuable" else None
+    jobs = (
+        background_jobs(ctx, tool=name)
+        if config.run_in_background and config.background_mode == "one-shot"
+        else None
+    )
 
     def mount(provider: SubagentProvider) -> None:
-        disposers = [tools.register(subagent_tool(name, provider, subagents, children=children))]
+        disposers = [tools.register(subagent_tool(name, provider, subagents, children=children, jobs=jobs))]
         if children is not None:
             disposers.append(tools.register(send_message_tool(children)))
 
@@ -172,6 +241,13 @@ def _apply(ctx: Context, config: ToolSubagentConfig) -> None:
         if mounted and mounted[0][0] is provider:
             _, disposer = mounted.pop()
             disposer()
+
+    if children is not None and ctx.has(SYSTEM_PROMPT):
+        # the habits of background delegation, said while the tool exists (empty while its provider is absent)
+        text = continuable_section(name)
+        ctx.get(SYSTEM_PROMPT).section(
+            PromptSection(f"tool:{name}", CONTINUABLE_ORDER, lambda: text if mounted else "")
+        )
 
     # Listen first, then look: a provider registered in between cannot be missed.
     ctx.on(PROVIDER_ADDED, on_added)

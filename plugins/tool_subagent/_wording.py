@@ -55,28 +55,43 @@ _CONTINUABLE = (
     "message arrives as your next input; `send_message` gives the same child more work. Set "
     "`run_in_background: false` only when your next action depends on the result."
 )
+_JOB = (
+    " Set `run_in_background: true` to run it as a background job instead: the call returns a job id at once; "
+    "read the subagent's answer with `job_output` and stop it with `job_kill`."
+)
+_JOB_PARAMETER = (
+    "Run the subagent as a background job and return a job id at once (read its answer with job_output, stop it "
+    "with job_kill). Defaults to false: the call waits for the answer."
+)
 _BACKGROUND_PARAMETER = (
     "Whether to run in the background and return a durable subagent id at once. Defaults to true. Set false to "
     "wait for the result when your next action depends on it."
 )
 
 
-def wording(inherits_parent_context: bool, *, continuable: bool = False) -> Wording:
+def wording(inherits_parent_context: bool, *, continuable: bool = False, jobs: bool = False) -> Wording:
     """The fork wording for a child that inherits this conversation's completed turns, else the spawn wording;
-    a continuable tool says it runs in the background and returns a durable subagent id instead of waiting."""
+    a continuable tool says it runs in the background and returns a durable subagent id instead of waiting; a
+    one-shot tool with background `jobs` says it waits unless asked to run as a job."""
     words = _FORK if inherits_parent_context else _SPAWN
     if continuable:
         return Wording(words.description.removesuffix(_WAITS) + _CONTINUABLE, words.prompt)
+    if jobs:
+        return Wording(words.description + _JOB, words.prompt)
     return words
 
 
-def parameters(inherits_parent_context: bool, *, continuable: bool = False) -> dict[str, Any]:
+def parameters(
+    inherits_parent_context: bool, *, continuable: bool = False, jobs: bool = False
+) -> dict[str, Any]:
     """The tool's parameters, as the original's tool takes them (`description`, `prompt`; both required; and
-    `run_in_background` for a continuable tool)."""
+    `run_in_background` for a continuable tool, or a one-shot tool with background `jobs`)."""
     properties: dict[str, Any] = {
         "description": {"type": "string", "description": LABEL_DESCRIPTION},
         "prompt": {"type": "string", "description": wording(inherits_parent_context).prompt},
     }
     if continuable:
         properties["run_in_background"] = {"type": "boolean", "description": _BACKGROUND_PARAMETER}
+    elif jobs:
+        properties["run_in_background"] = {"type": "boolean", "description": _JOB_PARAMETER}
     return {"type": "object", "properties": properties, "required": ["description", "prompt"]}

@@ -25,6 +25,7 @@ from ._inbox import INBOX_GATE as INBOX_GATE
 from ._inbox import ImmediateGate as ImmediateGate
 from ._inbox import InboxGate as InboxGate
 from ._inbox import InputSource as InputSource
+from ._inbox import QueueTarget as QueueTarget
 from ._inbox import Splice as Splice
 from ._loop import ABORTED as ABORTED
 from ._loop import NoModelError as NoModelError
@@ -47,6 +48,7 @@ __all__ = [
     "InboxGate",
     "InboxInput",
     "InputSource",
+    "QueueTarget",
     "Splice",
     "AbortKind",
     "ERROR",

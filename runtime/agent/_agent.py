@@ -47,7 +47,7 @@ from runtime.session import AssistantMessageData as _ModelData
 from runtime.session import ToolResultData as _ResultData
 
 from ._events import EVENT, AgentEvent
-from ._inbox import BOUNDARY_TYPES, INBOX_GATE, ImmediateGate, InboxGate
+from ._inbox import BOUNDARY_TYPES, INBOX_GATE, ImmediateGate, InboxGate, QueueTarget
 from ._outcome import TurnOutcome
 
 if TYPE_CHECKING:
@@ -188,40 +188,48 @@ class Agent:
         self,
         content: InboxInput,
         *,
-        target: InboxTarget = "next-turn",
+        target: QueueTarget = "next-turn",
         source: UserSource | PluginSource | OtherSource | None = None,
         source_wire: dict[str, object] | None = None,
         wake: bool = True,
         sender: str | None = None,
+        before: Event | None = None,
+        key: str | None = None,
     ) -> UserMessage:
         """Queue one user-role message for this agent and return it. `next-turn` starts the next turn (when the
         agent is idle and `wake` is set, `serve` starts it at once); `next-step` is steering: it enters the running
-        turn at its next step (or the next turn, if none is running). `source_wire` is the source as the log
+        turn at its next step (or the next turn, if none is running); `next` is either, decided when the input is
+        admitted: steering while a turn runs, else the next turn (a notice that should reach the agent soonest). `source_wire` is the source as the log
         writes it, for a source kind dsh reads as `OtherSource` (`{"kind": "subagent-report", ...}`); `sender` is the
         session id of the agent that sent it, if an agent did (the gate pairs it with its recording). The splice is
-        logged when the inbox gate admits the input: at once, except in a replay."""
+        logged when the inbox gate admits the input: at once, except in a replay; `before`, an event the input reports on
+        (a background job's outcome), is appended just before it, so the fact lands in the log where the input does;
+        `key` names its origin among inputs of its kind (a job's id: the gate pairs it with its recording)."""
         blocks: tuple[UserBlock, ...] = (TextBlock(content),) if isinstance(content, str) else tuple(content)
         said = source or UserSource()
         queued: list[UserMessage] = []
+        admitted: list[InboxTarget] = []
 
         async def splice() -> None:
             # the id is minted when the input enters the log, so its place in the id sequence is the log's
             message = UserMessage(id=MessageId(self.log.ids.new_id("message")), content=blocks, source=said)
-            data = InboxSplicedData(
-                target=target, start=len(self.log.state.inbox[target]), inserted=(message,)
-            )
+            queue: InboxTarget = target if target != "next" else ("next-step" if self.busy else "next-turn")
+            admitted.append(queue)
+            data = InboxSplicedData(target=queue, start=len(self.log.state.inbox[queue]), inserted=(message,))
             written = None
             if source_wire is not None:
                 raw = msgspec.to_builtins(data)
                 raw["inserted"][0]["source"] = source_wire
                 written = msgspec.json.encode(raw).decode()
+            if before is not None:
+                await self.append(before)
             await self.append(InboxSpliced(data=data), written=written)
             queued.append(message)
 
-        await self.gate.deliver(self, target, said, splice, sender=sender)
+        await self.gate.deliver(self, target, said, splice, sender=sender, key=key)
         if not queued:
             raise RuntimeError(f"the inbox gate of {self!r} returned without admitting the input")
-        if wake and target == "next-turn":
+        if wake and admitted[0] == "next-turn":
             self._queued.set()
         return queued[0]
 

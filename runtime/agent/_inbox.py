@@ -6,7 +6,7 @@ it landed in the recording, however the scheduler interleaves the senders."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from runtime.kernel import ServiceKey
 from runtime.llm import OtherSource, PluginSource, UserSource
@@ -15,10 +15,23 @@ from runtime.session import Event, InboxTarget, StepEnd, StepStart, TurnEnd, Tur
 if TYPE_CHECKING:
     from ._agent import Agent
 
-__all__ = ["BOUNDARY_TYPES", "INBOX_GATE", "ImmediateGate", "InboxGate", "InputSource", "Splice"]
+__all__ = [
+    "BOUNDARY_TYPES",
+    "INBOX_GATE",
+    "ImmediateGate",
+    "InboxGate",
+    "InputSource",
+    "QueueTarget",
+    "Splice",
+]
 
 BOUNDARY_TYPES: tuple[type[Event], ...] = (TurnStart, StepStart, StepEnd, TurnEnd)
 """The events an agent shows its gate before appending them: the positions input can be pinned to."""
+
+QueueTarget = InboxTarget | Literal["next"]
+"""Where queued input goes: a queue (`next-turn`, `next-step`), or `next`: the running turn's next step if a turn is
+running when the input is admitted, else the next turn (which it starts when the agent is idle). Decided at
+admission, so a replay that admits the input at its recorded position decides as the recording did."""
 
 InputSource = UserSource | PluginSource | OtherSource
 """Where a queued input comes from: the user, a plugin, or a plugin's own kind (`subagent-report`, ...)."""
@@ -31,10 +44,18 @@ class InboxGate(Protocol):
     """Decides when queued input enters an agent's inbox."""
 
     async def deliver(
-        self, agent: Agent, target: InboxTarget, source: InputSource, splice: Splice, *, sender: str | None
+        self,
+        agent: Agent,
+        target: QueueTarget,
+        source: InputSource,
+        splice: Splice,
+        *,
+        sender: str | None,
+        key: str | None = None,
     ) -> None:
         """Admit an input from `source` for `agent`'s `target` queue by awaiting `splice()` (now or later); returns
-        after it. `sender`: the session id of the agent that sent it (None: the user, or the host)."""
+        after it. `sender`: the session id of the agent that sent it (None: the user, or the host); `key`: what else names the input's origin
+        among inputs of its kind (a background job's id), so a replay pairs it with its recorded counterpart."""
         ...
 
     async def boundary(self, agent: Agent, event: Event) -> None:
@@ -47,7 +68,14 @@ class ImmediateGate:
     """The live gate: every input is spliced the moment it is queued; boundaries never wait."""
 
     async def deliver(
-        self, agent: Agent, target: InboxTarget, source: InputSource, splice: Splice, *, sender: str | None
+        self,
+        agent: Agent,
+        target: QueueTarget,
+        source: InputSource,
+        splice: Splice,
+        *,
+        sender: str | None,
+        key: str | None = None,
     ) -> None:
         await splice()
 

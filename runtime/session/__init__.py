@@ -41,6 +41,11 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from ._events import InboxSpliced as InboxSpliced
     from ._events import InboxSplicedData as InboxSplicedData
     from ._events import InboxTarget as InboxTarget
+    from ._events import JobKind as JobKind
+    from ._events import JobSettled as JobSettled
+    from ._events import JobSettledData as JobSettledData
+    from ._events import JobStarted as JobStarted
+    from ._events import JobStartedData as JobStartedData
     from ._events import LlmRetry as LlmRetry
     from ._events import LlmRetryData as LlmRetryData
     from ._events import LlmRetryStarted as LlmRetryStarted
@@ -155,6 +160,11 @@ __all__ = [
     "InboxSplicedData",
     "InboxTarget",
     "InvalidBoundaryError",
+    "JobKind",
+    "JobSettled",
+    "JobSettledData",
+    "JobStarted",
+    "JobStartedData",
     "LEASE_TTL_MS",
     "Lease",
     "LeaseLostError",
@@ -292,6 +302,11 @@ _LAZY = {
     "InboxSpliced": "._events",
     "InboxSplicedData": "._events",
     "InboxTarget": "._events",
+    "JobKind": "._events",
+    "JobSettled": "._events",
+    "JobSettledData": "._events",
+    "JobStarted": "._events",
+    "JobStartedData": "._events",
     "LlmRetry": "._events",
     "LlmRetryData": "._events",
     "LlmRetryStarted": "._events",

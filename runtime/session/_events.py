@@ -23,9 +23,6 @@ from runtime.llm import AssistantMessage as ModelReply
 from runtime.llm import UserMessage as UserTurnMessage
 
 __all__ = [
-    "EVENT_TYPES",
-    "FORMAT_VERSION",
-    "SURFACE_TYPES",
     "AbortKind",
     "AbortReason",
     "AssistantChunk",
@@ -38,14 +35,21 @@ __all__ = [
     "CompactionStart",
     "CompactionSummary",
     "CoreEvent",
+    "EVENT_TYPES",
     "EmptyData",
     "EpochHeader",
     "Event",
+    "FORMAT_VERSION",
     "HeaderConfig",
     "HeaderReason",
     "InboxSpliced",
     "InboxSplicedData",
     "InboxTarget",
+    "JobKind",
+    "JobSettled",
+    "JobSettledData",
+    "JobStarted",
+    "JobStartedData",
     "LlmRetry",
     "LlmRetryData",
     "LlmRetryStarted",
@@ -57,6 +61,7 @@ __all__ = [
     "RequestContextData",
     "RequestHeader",
     "RequestHeaderData",
+    "SURFACE_TYPES",
     "SessionEndSeed",
     "SessionHeader",
     "SessionTitle",
@@ -214,6 +219,35 @@ class Todo(_Wire, frozen=True, kw_only=True):
 
 class TodoWriteData(_Wire, frozen=True, kw_only=True):
     todos: tuple[Todo, ...]
+
+
+JobKind = Literal["stream", "final-output"]
+"""A background job's kind: `stream` (output read as it comes: bash) or `final-output` (one result once it
+settles: a subagent)."""
+
+
+class JobStartedData(_Wire, frozen=True, kw_only=True):
+    """A background job the agent started: its id, kind, the tool and call that started it, and a label (the
+    command, or the task's description)."""
+
+    job_id: str
+    kind: JobKind
+    tool: str
+    call_id: str | None = None
+    turn: int = 0
+    step: int = 0
+    label: str | None = None
+
+
+class JobSettledData(_Wire, frozen=True, kw_only=True):
+    """How a background job ended: `completed` (with the exit code of a command), `killed` (with why) or `failed`
+    (with the error)."""
+
+    job_id: str
+    status: Literal["completed", "killed", "failed"]
+    exit_code: int | None = None
+    error: str | None = None
+    reason: str | None = None
 
 
 class HeaderConfig(_Wire, frozen=True, kw_only=True):
@@ -458,6 +492,17 @@ class SessionTitle(Event, tag="session/title", frozen=True, kw_only=True):
     data: SessionTitleData
 
 
+class JobStarted(Event, tag="job/started", frozen=True, kw_only=True):
+    data: JobStartedData
+
+
+class JobSettled(Event, tag="job/settled", frozen=True, kw_only=True):
+    """Logged when the agent is told (with the settlement notice, where the inbox admits it), or, for a job killed
+    because its agent closed, as the agent closes."""
+
+    data: JobSettledData
+
+
 class InboxSpliced(Event, tag="agent/inbox/spliced", frozen=True, kw_only=True):
     """A queue mutation of the agent's inbox: logged when input is queued and when a turn claims it."""
 
@@ -497,6 +542,8 @@ CoreEvent = (
     | SubagentDescriptor
     | SessionTitle
     | InboxSpliced
+    | JobStarted
+    | JobSettled
 )
 
 EVENT_TYPES: Mapping[str, type[Event]] = {
@@ -524,6 +571,8 @@ EVENT_TYPES: Mapping[str, type[Event]] = {
         SubagentDescriptor,
         SessionTitle,
         InboxSpliced,
+        JobStarted,
+        JobSettled,
     )
 }
 """The one tag -> type table: every reader of the log (store, JSONL, rules, projection, replay, CLI, plugins)

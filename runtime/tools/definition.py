@@ -87,7 +87,9 @@ class Tool:
 
     `hermetic` says whether the tool's result depends only on its arguments and the workspace: False for a tool
     that reaches the network or another outside service, so a replay serves its recorded result instead of
-    running it (replay's recorded tools).
+    running it (replay's recorded tools). `timing_dependent` says that its result depends on how far background
+    work has got when it runs (a read of a background job): a replay still runs it, for what it does, and serves
+    the model the recorded result.
     """
 
     name: str
@@ -95,6 +97,7 @@ class Tool:
     parameters: Mapping[str, Any]
     execute: Execute
     hermetic: bool = True
+    timing_dependent: bool = False
 
     def __post_init__(self) -> None:
         if not TOOL_NAME.fullmatch(self.name):

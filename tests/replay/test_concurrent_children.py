@@ -1,9 +1,11 @@
-"""Replay determinism for concurrent children: a parent whose one step makes two `subagent` (spawn) calls and one
+"""Replay determinism for concurrent children and background work: a parent whose one step makes two `subagent` (spawn) calls and one
 `subagent_fork` call at once is recorded by the real loop (a scripted model, one script per child), exported as a
 scenario directory, and re-run many times in a row: every run matches the recording's skeleton, binds each child
 to the recorded log its tool call spawned, and writes byte-identical logs. The same holds for background
 (continuable) children, whose reports and settlement notices reach the parent's inbox in whatever order the
-scheduler runs them while recording, and exactly where the recording has them in every re-run."""
+scheduler runs them while recording, and exactly where the recording has them in every re-run; and for background
+bash jobs started by sibling calls of one step, read while they run, one finishing on its own and one killed, whose
+settlement notices wake the parent."""
 
 from __future__ import annotations
 
@@ -56,28 +58,34 @@ def meets_siblings(
     return stream
 
 
-def scripted_deployment(adapter: ScriptedAdapter, *, continuable: bool = False) -> Deployment:
-    """replay's default deployment (what a re-run loads) with the live transport swapped for `adapter` (and, with
-    `continuable`, the `subagent` tool in `background_mode: continuable`, as the scenario's overlay sets it)."""
+def scripted_deployment(
+    adapter: ScriptedAdapter,
+    *,
+    overlay: dict[str, dict[str, object]] | None = None,
+    continuable: bool = False,
+) -> Deployment:
+    """replay's default deployment (what a re-run loads) with the live transport swapped for `adapter`, and each
+    plugin `overlay` names configured as it says, as a scenario's overlay sets them (`continuable`: the `subagent`
+    tool in `background_mode: continuable`)."""
     deployment = load_deployment(DEFAULT_DEPLOYMENT)
+    configs = dict(overlay or {})
     if continuable:
-        deployment = Deployment(
-            deployment.path,
-            tuple(
-                PluginEntry(
-                    e.id,
-                    e.use,
-                    e.plugin,
-                    decode_plugin_config(
-                        type(e.config), {"provider": "spawn", "background_mode": "continuable"}, plugin=e.id
-                    ),
-                    e.line,
-                )
-                if e.id == "tool-subagent"
-                else e
-                for e in deployment.plugins
-            ),
-        )
+        configs["tool-subagent"] = {"provider": "spawn", "background_mode": "continuable"}
+    deployment = Deployment(
+        deployment.path,
+        tuple(
+            PluginEntry(
+                e.id,
+                e.use,
+                e.plugin,
+                decode_plugin_config(type(e.config), configs[e.id], plugin=e.id),
+                e.line,
+            )
+            if e.id in configs
+            else e
+            for e in deployment.plugins
+        ),
+    )
 
     def register(ctx: Context, config: NoConfig) -> None:
         ctx.get(LLM).register("scripted", adapter)
@@ -355,3 +363,115 @@ def _inbox_lines(log: str) -> list[tuple[int, str, list[str]]]:
             data = event["data"]
             out.append((boundaries, data["target"], [item["source"]["kind"] for item in data["inserted"]]))
     return out
+
+
+def bash_job(call_id: str, command: str) -> tuple[str, str, str]:
+    arguments = {"command": command, "description": f"Job {call_id}", "run_in_background": True}
+    return (call_id, "bash", json.dumps(arguments))
+
+
+def job_call(call_id: str, tool: str, **arguments: object) -> tuple[str, str, str]:
+    return (call_id, tool, json.dumps(arguments))
+
+
+JOBS_OVERLAY: dict[str, dict[str, object]] = {
+    "tool-bash": {"run_in_background": True},
+    "tool-subagent": {"provider": "spawn", "run_in_background": True},
+}
+JOBS_SCENARIO = (
+    "overlay:\n  tool-bash: {run_in_background: true}\n"
+    "  tool-subagent: {provider: spawn, run_in_background: true}\n"
+)
+
+
+async def record_bash_jobs(scratch: Path, workspace: Path) -> list[bytes]:
+    """A parent that starts two background bash jobs and a background subagent in one step (one command prints
+    and exits, one runs until killed), waits for the first, reads the second, kills it, waits for the subagent's
+    answer and answers; notices enter the running turn or start turns of their own; then one more user turn."""
+    adapter = ScriptedAdapter(
+        scripts={
+            "parent": [
+                calls(
+                    bash_job("j1", "echo alpha; exit 2"),
+                    bash_job("j2", "echo beta; while [ ! -e never-created ]; do sleep 0.02; done"),
+                    job_call(
+                        "s3", "subagent", description="Say hi", prompt="Say hi.", run_in_background=True
+                    ),
+                ),
+                calls(job_call("o1", "job_output", job_id="job-1", wait=True, timeout_ms=10_000)),
+                calls(job_call("o2", "job_output", job_id="job-2")),
+                calls(job_call("k2", "job_kill", job_id="job-2", reason="not needed")),
+                calls(job_call("o3", "job_output", job_id="job-3", wait=True, timeout_ms=10_000)),
+                text("Two finished, one stopped."),
+                *[text("noted")] * 6,
+            ],
+            "s3": [text("hi")],
+        }
+    )
+    with SessionStore(scratch / "record.db", clock=FixedClock(1_000, 1), ids=CountingIds()) as store:
+        ctx = Context()
+        ctx.provide(STORE, store)
+
+        def key(request: LlmRequest) -> str:
+            assert request.session_id is not None
+            spawned = store.info(request.session_id).spawned_by
+            return "parent" if spawned is None else spawned.call_id
+
+        adapter.key = key
+        loaded = load_deployment_into(ctx, scripted_deployment(adapter, overlay=JOBS_OVERLAY))
+        try:
+            options = AgentOptions(provider="scripted", model="scripted", cwd=workspace)
+            async with ctx.get(AGENTS).create(options) as parent:
+                await parent.run("Run both jobs in the background.")
+                with anyio.fail_after(10):
+                    while True:  # both notices taken in, and the turns they started over
+                        notices = sum(1 for _ in store.events(parent.id, types=("job/settled",)))
+                        if notices == 3 and not parent.busy and not parent.pending("next-turn"):
+                            break
+                        await anyio.sleep(0.01)
+                await parent.run("Thanks.")
+        finally:
+            for plugin in reversed(loaded):
+                plugin.unload()
+            ctx.dispose()
+        assert adapter.unserved().get("s3") is None, "the subagent answered"
+        sessions = sorted(store.sessions(), key=lambda info: (info.created_at, info.id))
+        return [
+            b"".join(write_jsonl(info, store.events(info.id))).replace(str(workspace).encode(), b"{{cwd}}")
+            for info in sessions
+        ]
+
+
+@pytest.fixture(scope="module")
+def recorded_bash_jobs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = _scenario(tmp_path_factory.mktemp("bash-jobs"), record_bash_jobs, children=1)
+    (directory / "scenario.yml").write_text(JOBS_SCENARIO)
+    return directory
+
+
+def test_fifty_reruns_of_background_jobs_write_identical_logs(recorded_bash_jobs: Path) -> None:
+    recorded = golden_jsonl((recorded_bash_jobs / "session.jsonl").read_bytes())
+    settled = [json.loads(line)["data"] for line in recorded.splitlines() if '"type":"job/settled"' in line]
+    assert sorted((s["jobId"], s["status"]) for s in settled) == [
+        ("job-1", "completed"),
+        ("job-2", "killed"),
+        ("job-3", "completed"),
+    ]
+    scenario = load_scenario(recorded_bash_jobs)
+    first: str | None = None
+    for run in range(RUNS):
+        result = anyio.run(lambda: rerun(scenario))
+        assert result.divergence is None, f"run {run}: {result.divergence}"
+        assert len(result.logs) == 2
+        log = golden_jsonl(result.logs[0][1])
+        if first is None:
+            first = log
+            # the notices entered where the recording has them, and each job settled as recorded
+            assert _inbox_lines(log) == _inbox_lines(recorded)
+            assert _settled(log) == _settled(recorded)
+        assert log == first, f"run {run} wrote a different log from run 0"
+        assert answers(result.logs[1][1]) == ("hi",)
+
+
+def _settled(log: str) -> list[dict[str, object]]:
+    return [json.loads(line)["data"] for line in log.splitlines() if '"type":"job/settled"' in line]

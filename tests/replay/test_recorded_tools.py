@@ -1,6 +1,7 @@
 """Recorded tools: a tool whose definition is not hermetic (web_fetch, web_search), or one a scenario names
-`recorded`, is served the recording's result in a replay instead of running; a call that does not match the
-recorded one (name and arguments at the same turn, step and position) is a divergence naming both."""
+`recorded`, is served the recording's result in a replay instead of running; a timing-dependent one (the job
+tools) runs and is served the recording's result; a call that does not match the recorded one (name and arguments
+at the same turn, step and position) is a divergence naming both."""
 
 from __future__ import annotations
 
@@ -104,3 +105,27 @@ def test_a_call_that_does_not_match_the_recorded_one_diverges_naming_both(
 
 def directory_log(tmp_path: Path) -> str:
     return str(tmp_path / "scenario" / "session.jsonl")
+
+
+def test_a_timing_dependent_tool_runs_for_its_effects_and_is_served_its_recorded_result(
+    tmp_path: Path,
+) -> None:
+    directory = tmp_path / "jobs"
+    shutil.copytree(FIXTURES / "authored" / "background-bash-job", directory)
+    edit_log(directory, "tool/result", "building\\n[status: running]", "served\\n[status: running]")
+    result = replayed(directory)
+    assert result.divergence is None
+    reads = [call.result for call in result.tool_calls if call.name == "job_output"]
+    assert reads[0] == "served\n[status: running]"  # the recording's, not what the live job printed
+    # the kill ran: the live job settled killed, as recorded
+    ((_, log),) = result.logs
+    assert b'"type":"job/settled"' in log
+    assert b'"status":"killed","reason":"no longer needed"' in log
+    # named live, the job tools answer from the live job
+    spec = directory / "scenario.yml"
+    spec.write_text(spec.read_text() + "tools: {job_output: live}\n")
+    live = replayed(directory)
+    first_read = next(c.result for c in live.tool_calls if c.name == "job_output")
+    assert first_read is not None
+    assert first_read.endswith("[status: running]")
+    assert not first_read.startswith("served")

@@ -13,7 +13,8 @@ from tests.runtime.cli.helpers import DSH
 
 def deployment(base_url: str, *, key_env: str, bash: dict[str, Any] | None = None) -> str:
     """A deployment loading the tool registry before the model routes (as the examples do), so the route's key is
-    declared secret; the `local` route is `base_url`, model `m`."""
+    declared secret; the `local` route is `base_url`, model `m`; the job service before bash (for a `bash` config
+    that enables `run_in_background`)."""
     route = {"id": "local", "base_url": base_url, "api_key_env": key_env}
     return json.dumps(
         {
@@ -24,6 +25,7 @@ def deployment(base_url: str, *, key_env: str, bash: dict[str, Any] | None = Non
                 {"id": "tools", "use": "runtime.tools"},
                 {"id": "llm", "use": "runtime.llm"},
                 {"id": "openai", "use": "plugins.llm_openai", "config": {"providers": [route]}},
+                {"id": "jobs", "use": "runtime.jobs"},
                 {"id": "bash", "use": "plugins.tool_bash", "config": bash or {}},
                 {"id": "agent", "use": "runtime.agent"},
             ],

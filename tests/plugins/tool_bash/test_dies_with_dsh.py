@@ -1,6 +1,7 @@
 """Children die with the agent: a `dsh run` whose bash command is `sleep 2; touch marker` is killed mid-command,
 by SIGKILL (nothing in dsh runs: the supervisor's parent-death signal does the work) and by Ctrl-C (SIGINT); every
-process below dsh is gone within a second and the marker never appears."""
+process below dsh is gone within a second and the marker never appears. The same holds for a command run as a
+background job while the agent waits on it with job_output."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import anyio
 import pytest
 
 from tests.plugins.llm_openai.loopback import loopback
-from tests.runtime.cli.helpers import answer, bash_call
+from tests.runtime.cli.helpers import answer, bash_call, tool_call
 
 from .agent_run import deployment, environment, run_command
 from .test_bash import alive
@@ -74,3 +75,31 @@ async def test_killing_dsh_kills_its_running_command(tmp_path: Path, signum: int
     assert not await anyio.Path(marker).exists()
     assert not await anyio.Path(f"{marker}.bg").exists()
     assert not any(alive(pid) for pid in children), children
+
+
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGINT], ids=["SIGKILL", "SIGINT"])
+async def test_killing_dsh_kills_its_background_job(tmp_path: Path, signum: int) -> None:
+    marker = tmp_path / "marker"
+    command = f"(sleep 2; touch {marker}.bg) & sleep 2; touch {marker}"
+    replies = (
+        tool_call("bash", {"command": command, "description": "run it", "run_in_background": True}),
+        tool_call("job_output", {"job_id": "job-1", "wait": True, "timeout_ms": 60_000}, call_id="call_2"),
+        answer("done"),
+    )
+    async with loopback(*replies) as server:
+        config = tmp_path / "deployment.yml"
+        config.write_text(
+            deployment(server.base_url, key_env="DSH_TEST_KEY", bash={"run_in_background": True})
+        )
+        env = environment(DSH_TEST_KEY="k")
+        async with await anyio.open_process(run_command(config, tmp_path / "s.db", tmp_path), env=env) as dsh:
+            await eventually(lambda: list(descendants(dsh.pid).values()).count("sleep") == 2, seconds=20)
+            started = anyio.current_time()
+            children = descendants(dsh.pid)
+            dsh.send_signal(signal.Signals(signum))
+            with anyio.fail_after(10):
+                await dsh.wait()
+    await eventually(lambda: not any(alive(pid) for pid in children), seconds=1)
+    await anyio.sleep(max(0.0, started + 2.5 - anyio.current_time()))
+    assert not await anyio.Path(marker).exists()
+    assert not await anyio.Path(f"{marker}.bg").exists()

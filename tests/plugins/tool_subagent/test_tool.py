@@ -26,7 +26,10 @@ from plugins.subagent import (
 from plugins.tool_subagent import render_result, wording
 from runtime import tools
 from runtime.kernel import ConfigError, Context, ListenerError, Plugin
+from runtime.prompt import SYSTEM_PROMPT
+from runtime.prompt import plugin as prompt_plugin
 from runtime.tools import TOOLS, DuplicateToolError, ToolCall, ToolContext
+from tests.plugins.tool_host import model_view
 
 
 class Flagged(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -222,3 +225,30 @@ def test_a_waiting_tool_plugin_unloaded_before_its_provider_arrives_never_mounts
     ctx.plugin(tool_subagent.plugin, {"provider": "spawn"}).unload()
     ctx.plugin(test_provider)
     assert ctx.get(TOOLS).visible() == []
+
+
+def test_a_continuable_tool_says_its_habits_in_a_section_while_it_exists() -> None:
+    ctx = Context()
+    ctx.plugin(prompt_plugin)
+    ctx.plugin(tools.plugin)
+    ctx.plugin(subagent.plugin)
+    ctx.plugin(tool_subagent.plugin, {"provider": "spawn", "background_mode": "continuable"})
+    habits = tool_subagent.continuable_section("subagent")
+    assert habits.startswith("Use subagent in the background by default.")
+    assert "`run_in_background: false` only when your next action depends" in habits
+    system, _ = model_view(ctx)
+    assert habits not in system, "empty while the tool is absent (no provider yet)"
+    provider = ctx.plugin(test_provider, {"name": "spawn", "inherits": False})
+    system, _ = model_view(ctx)
+    assert habits in system
+    assert 'tool:subagent", 116.5' in str(ctx.get(SYSTEM_PROMPT).describe()).replace("'", '"')
+    provider.unload()
+    assert habits not in model_view(ctx)[0]
+    # a one-shot tool has no section
+    one_shot = Context()
+    one_shot.plugin(prompt_plugin)
+    one_shot.plugin(tools.plugin)
+    one_shot.plugin(subagent.plugin)
+    one_shot.plugin(tool_subagent.plugin, {"provider": "spawn"})
+    one_shot.plugin(test_provider, {"name": "spawn", "inherits": False})
+    assert "tool:subagent" not in str(one_shot.get(SYSTEM_PROMPT).describe())

@@ -54,11 +54,16 @@ def plain_env(**extra: str) -> dict[str, str]:
 
 def bash_call(command: str, *, call_id: str = "call_1") -> Reply:
     """A model reply asking for one bash call."""
-    arguments = json.dumps({"command": command, "description": "run it"})
+    return tool_call("bash", {"command": command, "description": "run it"}, call_id=call_id)
+
+
+def tool_call(name: str, arguments_object: dict[str, object], *, call_id: str = "call_1") -> Reply:
+    """A model reply asking for one call of `name`."""
+    arguments = json.dumps(arguments_object)
     return Reply(
         parts=[
             sse(
-                wire(tool_calls=[call(0, "", id=call_id, name="bash")]),
+                wire(tool_calls=[call(0, "", id=call_id, name=name)]),
                 wire(tool_calls=[call(0, arguments)]),
                 wire(finish="tool_calls"),
             )

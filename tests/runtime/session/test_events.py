@@ -55,6 +55,8 @@ def test_every_core_type_of_the_architecture_has_a_tagged_struct() -> None:
         "subagent/descriptor",
         "session/title",
         "agent/inbox/spliced",
+        "job/started",
+        "job/settled",
     }
     assert FORMAT_VERSION == 0
 

@@ -27,6 +27,10 @@ from runtime.session import (
     HeaderConfig,
     InboxSpliced,
     InboxSplicedData,
+    JobSettled,
+    JobSettledData,
+    JobStarted,
+    JobStartedData,
     LlmRetry,
     LlmRetryData,
     LlmRetryStarted,
@@ -106,6 +110,12 @@ OTHER_TYPES: list[Event] = [
             inserted=(UserMessage(id=MessageId("m"), content=(TextBlock("steer"),)),),
         )
     ),
+    JobStarted(
+        data=JobStartedData(
+            job_id="job-1", kind="stream", tool="bash", call_id="c", turn=1, step=1, label="l"
+        )
+    ),
+    JobSettled(data=JobSettledData(job_id="job-1", status="killed", reason="r")),
     SessionEndSeed(data=EmptyData()),
 ]
 """One event of each known type the generated turns do not write (logged after them)."""
