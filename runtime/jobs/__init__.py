@@ -4,6 +4,7 @@ notices), the `job_output` / `job_kill` / `job_list` tools and the jobs prompt s
 from ._plugin import background_jobs as background_jobs
 from ._plugin import plugin as plugin
 from ._service import JOBS as JOBS
+from ._service import LOST as LOST
 from ._service import NOTICE_SOURCE as NOTICE_SOURCE
 from ._service import Job as Job
 from ._service import JobEnd as JobEnd
@@ -22,6 +23,7 @@ from ._tools import read as read
 __all__ = [
     "JOBS",
     "JOB_TOOLS",
+    "LOST",
     "NOTICE_SOURCE",
     "SECTION",
     "Job",

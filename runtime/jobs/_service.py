@@ -11,7 +11,9 @@ as `job/started` when the tool starts it; its outcome as `job/settled`, just bef
 agent's inbox (queued as a subagent's report and settled notice are, with target `next`: it enters the running turn
 at its next step, or starts a turn when the agent is idle), so the fact lands in the log where the agent learns it,
 wherever the inbox gate admits the notice. A job killed because its agent closed is logged `job/settled{killed}` as
-the agent closes, with no notice."""
+the agent closes, with no notice. A resumed session knows the jobs of its earlier runs from its log: their status
+as logged (their output went with the process), or `failed` (`LOST`) for one logged as started and never settled,
+which the log keeps as it is: that the process died is the fact, and no one saw when."""
 
 from __future__ import annotations
 
@@ -39,6 +41,7 @@ __all__ = [
     "JobStatus",
     "JobsConfig",
     "Jobs",
+    "LOST",
     "UnknownJobError",
     "Work",
 ]
@@ -47,6 +50,9 @@ JobStatus = Literal["running", "completed", "killed", "failed"]
 
 NOTICE_SOURCE = "job-settled"
 """The source kind of a settlement notice, as the log writes it."""
+
+LOST = "the process that ran it ended before it settled"
+"""The error of a job its log shows started and never settled (dsh was killed while it ran)."""
 
 _STREAM_CAP_CHARS = 100_000
 """Unread output a stream job keeps (its tail); what is dropped is counted and said at the next read."""
@@ -195,8 +201,19 @@ class Jobs:
     def __init__(self, agent: Agent) -> None:
         self.agent = agent
         self._jobs: dict[str, Job] = {}
-        # numbered on from the log, so a resumed session never reuses an id its log already holds
-        self._count = sum(1 for _ in agent.log.store.events(agent.id, types=("job/started",)))
+        # the jobs of earlier runs of this session, from its log (numbered on from them, so a resumed session never
+        # reuses an id): settled as logged, or lost with the process that ran them when their outcome never was
+        for event in agent.log.store.events(agent.id, types=("job/started", "job/settled")):
+            value = event.view()
+            if isinstance(value, JobStarted):
+                started = value.data
+                self._jobs[started.job_id] = Job(started.job_id, started.kind, started.tool, started.label)
+                self._jobs[started.job_id]._settle("failed", JobEnd("failed", error=LOST))
+            elif isinstance(value, JobSettled) and (earlier := self._jobs.get(value.data.job_id)) is not None:
+                settled = value.data
+                earlier.status, earlier.exit_code = settled.status, settled.exit_code
+                earlier.error, earlier.reason = settled.error, settled.reason
+        self._count = len(self._jobs)
 
     def all(self) -> list[Job]:
         return list(self._jobs.values())

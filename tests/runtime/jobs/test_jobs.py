@@ -16,9 +16,20 @@ import pytest
 
 from runtime import jobs as jobs_module
 from runtime.agent import AGENTS, Agent
-from runtime.jobs import JOB_TOOLS, JOBS, SECTION, JobEnd, JobIO, JobsConfig, JobService, background_jobs
+from runtime.jobs import (
+    JOB_TOOLS,
+    JOBS,
+    LOST,
+    SECTION,
+    JobEnd,
+    JobIO,
+    JobsConfig,
+    JobService,
+    background_jobs,
+)
 from runtime.kernel import ConfigError, Context, NoConfig, Plugin
 from runtime.prompt import SYSTEM_PROMPT
+from runtime.session import JobStarted, JobStartedData
 from runtime.tools import TOOLS, Tool, ToolCall, ToolContext, ToolResult
 from tests.runtime.agent.harness import OPTIONS, ScriptedAdapter, calls, host, text
 
@@ -278,8 +289,30 @@ async def test_job_ids_continue_from_the_log_when_an_agent_is_resumed(tmp_path: 
         async with ctx.get(AGENTS).resume(agent.id, OPTIONS) as again:
             job = await service(ctx).of(again).start("stream", "bash", never)
             assert job.id == "job-2"
-            missing = await call(ctx, again, "job_output", job_id="job-1")
-            assert "its jobs: job-2" in missing.text  # a job of the closed process is gone with it
+            earlier = await call(ctx, again, "job_output", job_id="job-1")  # killed as its agent closed
+            assert earlier.text == "(no new output)\n[status: killed (its agent closed)]"
+            assert (
+                "job-1  stream  bash  [status: killed (its agent closed)]"
+                in (await call(ctx, again, "job_list")).text
+            )
+
+
+async def test_a_job_whose_process_died_reads_as_lost_when_its_session_is_resumed(tmp_path: Path) -> None:
+    with job_host(tmp_path) as ctx:
+        async with agent_of(ctx) as agent:
+            # what a killed dsh leaves: the start logged, no outcome
+            agent.log.append(
+                JobStarted(data=JobStartedData(job_id="job-1", kind="stream", tool="bash", label="make"))
+            )
+        async with ctx.get(AGENTS).resume(agent.id, OPTIONS) as again:
+            result = await call(ctx, again, "job_output", job_id="job-1")
+            assert result.text == f"(no new output)\n[status: failed: {LOST}]"
+            assert (await call(ctx, again, "job_kill", job_id="job-1")).text.startswith(
+                "job job-1 had already settled"
+            )
+            assert (await service(ctx).of(again).start("stream", "bash", never)).id == "job-2"
+        # job-2's outcome, logged as the agent closed; none is made up for job-1
+        assert [e["jobId"] for e in logged(again, "job/settled")] == ["job-2"]
 
 
 def test_the_job_tools_and_section_exist_only_while_a_tool_instance_enables_them(tmp_path: Path) -> None:
