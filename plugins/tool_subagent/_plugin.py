@@ -155,8 +155,8 @@ def subagent_tool(
         if arguments.get("run_in_background") and not continuable and jobs is None:
             return ToolResult.error(
                 "INVALID_ARGUMENTS",
-                f'run_in_background is disabled for this tool instance ("{name}"): dsh runs subagents in the '
-                "foreground only; call it again without run_in_background and wait for the result",
+                f'run_in_background is disabled for this tool instance ("{name}"): its config does not enable '
+                "background runs; call it again without run_in_background and wait for the result",
             )
         prompt = arguments["prompt"]
         if not prompt.strip():

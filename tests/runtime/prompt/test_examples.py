@@ -25,8 +25,10 @@ ACP = EXAMPLES / "acp-agent.yml"
 CASES = {"coding-agent.yml": {}, "acp-agent.yml": {"cwd": "/workspace/project"}}
 # Every tool the examples load, and the guidance sections that come with them (web_search has no backend there).
 TOOLS = ["bash", "edit", "glob", "grep", "read", "todo_write", "web_fetch", "write"]
-CODING_TOOLS = sorted([*TOOLS, "subagent", "subagent_fork"])  # the terminal agent also delegates
+# the terminal agent also delegates, and runs commands and subagents as background jobs
+CODING_TOOLS = sorted([*TOOLS, "subagent", "subagent_fork", "job_output", "job_kill", "job_list"])
 SECTIONS = ["tool:read", "tool:write", "tool:edit", "tool:glob", "tool:grep", "tool:bash", "tool:web_fetch"]
+CODING_SECTIONS = [*SECTIONS[:6], "tool:jobs", *SECTIONS[6:]]
 
 runner = CliRunner()
 
@@ -48,7 +50,8 @@ def test_prompt_golden(example: str, snapshot: SnapshotAssertion, tmp_path: Path
     assert "{{" not in system
     assert list(assembly.variables) == ["model", "cwd"]  # the agent plugin's, registered once
     assert "powered by the deepseek-v4-flash model" in system
-    assert [s.name for s in assembly.sections] == ["harness:identity", "deployment:persona", *SECTIONS]
+    sections = CODING_SECTIONS if example == "coding-agent.yml" else SECTIONS
+    assert [s.name for s in assembly.sections] == ["harness:identity", "deployment:persona", *sections]
     assert [tool.name for tool in assembly.tools] == (
         CODING_TOOLS if example == "coding-agent.yml" else TOOLS
     )
