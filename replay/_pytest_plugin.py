@@ -11,11 +11,13 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+
+from ._layout import SCENARIO_FILE
 
 if TYPE_CHECKING:
     from runtime.session import SessionStore
@@ -36,6 +38,7 @@ __all__ = [
     "dsh_store",
     "in_project",
     "pytest_addoption",
+    "pytest_cmdline_main",
     "pytest_configure",
 ]
 
@@ -43,6 +46,8 @@ INI = "dsh_scenarios"
 GOLDEN_FILE = "scenario.ambr"
 GOLDENS = ("log", "view")
 NOT_RUN = "(the scenario did not run)"
+DIST = "worksteal"
+"""The xdist scheduling a scenario project gets when the user names none (see pytest_cmdline_main)."""
 ITEM_NAME = "replay"
 """Every scenario's one item is named this, so its goldens are `replay[log]` and `replay[view]` whichever
 directory the scenario moves to."""
@@ -91,6 +96,21 @@ def _roots(config: pytest.Config) -> list[Path]:
     return list(dict.fromkeys(roots))
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_cmdline_main(
+    config: pytest.Config,
+) -> Generator[None, int | pytest.ExitCode, int | pytest.ExitCode]:
+    """Under pytest-xdist (`-n N`) with no `--dist` of the user's, scenarios are scheduled `worksteal`: their
+    replays differ in length (a bash or fs scenario runs commands, a text turn none), and a worker that runs out
+    takes the tail of the other's queue. Set here, around xdist's own hook, which picks `load` when `--dist` is
+    unset; only in a project that names a scenario root."""
+    option = config.option
+    chose = getattr(option, "dist", "no") != "no" or getattr(option, "distload", False)
+    if getattr(option, "numprocesses", None) and not chose and (config.getini(INI) or option.dsh_scenarios):
+        option.dist = DIST
+    return (yield)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     roots = _roots(config)
     if not roots:
@@ -123,8 +143,6 @@ class _Scenarios:
         resolved = path.resolve()
         if not any(resolved.is_relative_to(root) for root in self.roots):
             return None
-        from ._scenario import SCENARIO_FILE
-
         if not (path / SCENARIO_FILE).is_file():
             if (path / parent.config.option.snapshot_dirname / GOLDEN_FILE).is_file():
                 self.orphans.append(path)
@@ -178,8 +196,6 @@ class ScenarioItem(pytest.Function):
     `snapshot` fixture places its goldens beside the scenario: the item's path is the scenario's `scenario.yml`."""
 
     def __init__(self, *, directory: Path, **kwargs: Any) -> None:
-        from ._scenario import SCENARIO_FILE
-
         super().__init__(**kwargs)
         self.directory = directory
         self.path = directory / SCENARIO_FILE
@@ -279,8 +295,6 @@ class _GoldenSite:
     that has goldens and no scenario: the item it would have."""
 
     def __init__(self, directory: Path) -> None:
-        from ._scenario import SCENARIO_FILE
-
         self.path = directory / SCENARIO_FILE
         self.name = ITEM_NAME
         self.nodeid = f"{directory.as_posix()}::{ITEM_NAME}"
@@ -406,7 +420,7 @@ def dsh_author(
 
     from ._recording import ROOT_LOG
     from ._rerun import record
-    from ._scenario import SCENARIO_FILE, load_scenario
+    from ._scenario import load_scenario
 
     root = request.config.rootpath
 

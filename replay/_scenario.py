@@ -15,6 +15,7 @@ from runtime.kernel import Deployment, PluginEntry, decode_plugin_config, load_d
 
 from ._authored import ScriptedConfig, scripted_plugin
 from ._errors import ScriptError
+from ._layout import SCENARIO_FILE
 from ._plugin import DEFAULT_PROVIDER, ReplayConfig
 from ._plugin import plugin as replay_plugin
 from ._recording import ROOT_LOG
@@ -35,7 +36,6 @@ __all__ = [
     "with_replay",
 ]
 
-SCENARIO_FILE = "scenario.yml"
 WORKSPACE_DIR = "workspace"
 DEFAULT_DEPLOYMENT = Path(__file__).with_name("default-deployment.yml")
 LIVE_TRANSPORT = "plugins.llm_openai"

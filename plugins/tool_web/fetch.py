@@ -9,8 +9,6 @@ from urllib.parse import urljoin
 
 import anyio
 import httpx
-from bs4 import BeautifulSoup
-from markdownify import MarkdownConverter
 
 from .errors import FetchError
 from .target import Target, parse_url, resolve
@@ -40,6 +38,11 @@ class Page:
 
 def html_to_text(html: str, base_url: str) -> str:
     """Readable Markdown of an HTML page: scripts, styles and other non-content dropped; links made absolute."""
+    # imported on the first page converted: every deployment with web_fetch loads this module, and most runs (every
+    # replay, where web_fetch is served from the recording) convert no page; bs4 and its CSS engine cost ~40 ms
+    from bs4 import BeautifulSoup
+    from markdownify import MarkdownConverter
+
     soup = BeautifulSoup(html, "html.parser")
     for tag in soup.find_all(_DROPPED_TAGS):
         tag.decompose()

@@ -345,9 +345,44 @@ def test_k_selects_and_unused_goldens_are_reported(goldened: Path, pytester: pyt
 
 
 def test_scenarios_spread_across_two_workers(goldened: Path, pytester: pytest.Pytester) -> None:
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "-v")
     result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines(["*2 workers*"])
+    result.stdout.fnmatch_lines(["*2 workers*", "*scheduling tests via WorkStealingScheduling*"])
+    # the same items pass as in one process, with the same goldens
+    alone = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:xdist", "-v")
+    alone.assert_outcomes(passed=2)
+    passed = sorted(line.split()[-1] for line in result.outlines if " PASSED " in line)
+    assert passed == sorted(line.split()[0] for line in alone.outlines if " PASSED " in line)
+    assert len(passed) == 2
+    assert "4 snapshots passed" in result.stdout.str()
+    # a scheduling the user names is kept
+    chosen = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "-v", "--dist", "load")
+    chosen.assert_outcomes(passed=2)
+    chosen.stdout.fnmatch_lines(["*scheduling tests via LoadScheduling*"])
+
+
+def test_collecting_scenarios_imports_nothing_that_replays_them(goldened: Path) -> None:
+    # collection reads no scenario: under xdist every worker collects every scenario before any runs, and
+    # `--collect-only` or a `-k` selection should not pay for the replay machinery
+    code = (
+        "import sys\nimport pytest\n"
+        "pytest.main(['-q', '-p', 'no:cacheprovider', '-p', 'no:randomly', '-p', 'no:xdist', '--collect-only'])\n"
+        "heavy = ('msgspec', 'yaml', 'jsonschema', 'runtime.session', 'runtime.kernel', 'runtime.agent', "
+        "'replay._rerun', 'replay._scenario', 'plugins.')\n"
+        "print(sorted(m for m in sys.modules if m.startswith(heavy)))\n"
+    )
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PYTEST_XDIST")}
+    ran = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=goldened,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    assert "2 tests collected" in ran.stdout, ran.stdout
+    assert ran.stdout.strip().splitlines()[-1] == "[]"
 
 
 def test_dsh_record_skips_a_route_without_its_key(goldened: Path, pytester: pytest.Pytester) -> None:
