@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -18,18 +19,42 @@ __all__ = ["INVALID_ARGUMENTS", "ArgumentValidator"]
 INVALID_ARGUMENTS = "INVALID_ARGUMENTS"
 
 
+def _plain(value: object) -> object:
+    # an immutable mapping or a tuple in a shared schema, for json.dumps
+    return dict(value) if isinstance(value, Mapping) else list(value)  # type: ignore[call-overload]
+
+
+@functools.lru_cache(maxsize=1024)
+def _schema_problem(canonical: str) -> str | None:
+    """Why the schema whose canonical JSON is `canonical` is not a valid JSON schema (None: it is). Checking a
+    schema against the metaschema costs about a millisecond, and every agent a host starts registers the same
+    tools again (a re-run, a subagent, each ACP session), so each distinct schema is checked once per process."""
+    try:
+        Draft202012Validator.check_schema(json.loads(canonical))
+    except SchemaError as error:
+        return error.message
+    return None
+
+
 class ArgumentValidator:
-    """Validates one tool's arguments against its JSON schema; the schema itself is checked once, up front."""
+    """Validates one tool's arguments against its JSON schema; the schema itself is checked once, up front (once
+    per process for each distinct schema)."""
 
     __slots__ = ("_tool", "_validator")
 
     def __init__(self, tool: str, schema: Mapping[str, Any]) -> None:
         try:
-            Draft202012Validator.check_schema(schema)
-        except SchemaError as error:
+            problem = _schema_problem(json.dumps(schema, sort_keys=True, default=_plain))
+        except (TypeError, ValueError):  # not JSON (a schema no model could be sent): checked as it is
+            problem = None
+            try:
+                Draft202012Validator.check_schema(schema)
+            except SchemaError as error:
+                problem = error.message
+        if problem is not None:
             raise ToolDefinitionError(
-                f'tool "{tool}": parameters are not a valid JSON schema: {error.message}', tool=tool
-            ) from error
+                f'tool "{tool}": parameters are not a valid JSON schema: {problem}', tool=tool
+            )
         self._tool = tool
         self._validator = Draft202012Validator(schema)
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import anyio
 import pytest
+from jsonschema import Draft202012Validator
 
 from runtime.kernel import Context, NoConfig, Plugin
 from runtime.tools import (
@@ -15,12 +17,14 @@ from runtime.tools import (
     TOOL_FAILED,
     TOOLS,
     UNKNOWN_TOOL,
+    ArgumentValidator,
     DuplicateToolError,
     Tool,
     ToolCall,
     ToolContext,
     ToolDefinitionError,
     ToolResult,
+    arguments,
 )
 from runtime.tools import plugin as tools_plugin
 
@@ -95,6 +99,32 @@ def test_bad_definitions_are_refused() -> None:
         host().get(TOOLS).register(
             Tool(name="t", description="", parameters={"type": "object", "required": 3}, execute=echo)
         )
+
+
+def test_a_schema_is_checked_once_per_process_and_a_bad_one_refused_every_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    checked: list[object] = []
+    real = Draft202012Validator.check_schema
+
+    def counting(schema: Any) -> None:
+        checked.append(schema)
+        real(schema)
+
+    monkeypatch.setattr(Draft202012Validator, "check_schema", counting)
+    arguments._schema_problem.cache_clear()
+    good = {"type": "object", "properties": {"n": {"type": "integer"}}, "x-unique": "test_registry"}
+    bad = {"type": "object", "required": 3, "x-unique": "test_registry"}
+    for _ in range(3):  # three hosts, as a re-run, a subagent or an ACP session each make one
+        ctx = host()
+        ctx.get(TOOLS).register(Tool(name="t", description="", parameters=good, execute=echo))
+        with pytest.raises(ToolDefinitionError, match="not a valid JSON schema: 3 is not of type 'array'"):
+            ctx.get(TOOLS).register(Tool(name="u", description="", parameters=bad, execute=echo))
+        ctx.dispose()
+    assert len(checked) == 2  # each distinct schema once, the bad one's refusal remembered
+    # the same schema written in another key order, or as an immutable mapping, is the same schema
+    ArgumentValidator("v", MappingProxyType({"x-unique": "test_registry", **good}))
+    assert len(checked) == 2
 
 
 @pytest.mark.anyio
