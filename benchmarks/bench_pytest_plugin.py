@@ -9,7 +9,9 @@ does, with its bytecode compiled: `PYTHONDONTWRITEBYTECODE` is dropped and the b
 every dsh module it imports, from source (pytest rewrites the whole distribution of a `pytest11` plugin).
 
 Targets: the plugin costs at most 1.2x the direct re-runs; `-n 2` is at least 1.6x faster than `-n 1` on two
-cores. The second needs the two cores otherwise idle: the load average is printed beside it."""
+cores. The second needs the two cores otherwise idle: the load average is printed beside it. For context, the same
+two runs of a project with as many tests that do nothing: the wall time pytest and xdist take by themselves, which
+no split across workers saves, and the speed-up a perfect split of the rest would reach."""
 
 from __future__ import annotations
 
@@ -39,6 +41,16 @@ def _project(root: Path) -> Path:
     for copy in range(COPIES):
         shutil.copytree(FIXTURES, root / "scenarios" / f"copy{copy}")
     (root / "pytest.ini").write_text("[pytest]\ndsh_scenarios = scenarios\n")
+    return root
+
+
+def _empty_project(root: Path, count: int) -> Path:
+    """As many tests that do nothing as there are scenarios: what pytest and xdist cost by themselves."""
+    root.mkdir()
+    (root / "pytest.ini").write_text("[pytest]\n")
+    (root / "test_nothing.py").write_text(
+        f"import pytest\n\n\n@pytest.mark.parametrize('n', range({count}))\ndef test_nothing(n):\n    pass\n"
+    )
     return root
 
 
@@ -89,6 +101,10 @@ def main() -> int:
         _workers(root, 2)  # untimed: writes the bytecode every timed run reads
         one = min(_workers(root, 1) for _ in range(RUNS))
         two = min(_workers(root, 2) for _ in range(RUNS))
+        empty = _empty_project(Path(scratch) / "empty", count)
+        _workers(empty, 2)
+        empty_one = min(_workers(empty, 1) for _ in range(RUNS))
+        empty_two = min(_workers(empty, 2) for _ in range(RUNS))
     direct = min(pair[0][0] for pair in pairs)
     plugin = min(pair[1][0] for pair in pairs)
     direct_wall = min(pair[0][1] for pair in pairs)
@@ -104,6 +120,12 @@ def main() -> int:
     )
     print(f"  pytest -n 1 (a process)     {one * 1000:8.0f} ms wall")
     print(f"  pytest -n 2 (a process)     {two * 1000:8.0f} ms wall  {speedup:.2f}x faster than -n 1")
+    # what -n 2 would give if the work beyond pytest's and xdist's own (the empty project's) split perfectly
+    ceiling = one / (empty_two + max(one - empty_one, 0.0) / 2)
+    print(
+        f"  {count} empty tests, -n 1 / -n 2 {empty_one * 1000:6.0f} / {empty_two * 1000:.0f} ms wall: pytest's and "
+        f"xdist's own cost; with it, a perfect split of the rest gives at most {ceiling:.2f}x (context)"
+    )
     print(f"  load average (1, 5, 15 min) {load} on {os.cpu_count()} cores")
     plugin_met = ratio <= PLUGIN_TARGET
     xdist_met = speedup >= XDIST_TARGET
