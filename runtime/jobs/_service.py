@@ -280,10 +280,12 @@ class Jobs:
         finally:
             if not logged:
                 # cancelled with its agent (or while its notice waited): the outcome is still logged, as the agent
-                # closes; the log is flushed after its background work has stopped
+                # closes, unless it already was (the notice was cut off after it); the log is flushed after its
+                # background work has stopped
                 if not job.settled:
                     job._settle("killed", reason="its agent closed")
-                agent.log.append(job.settled_event())
+                if job.id not in agent.log.state.settled_jobs:
+                    agent.log.append(job.settled_event())
 
 
 class JobsConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

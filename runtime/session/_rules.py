@@ -28,6 +28,7 @@ from ._events import (
     EpochHeader,
     InboxSplicedData,
     InboxTarget,
+    JobSettledData,
     Replace,
     RequestContextData,
     RequestHeaderData,
@@ -65,6 +66,7 @@ _DECODED = SURFACE_TYPES | {
     "request/header",
     "request/context",
     "agent/inbox/spliced",
+    "job/settled",
 }
 """The types whose data the rules read (the loop's and the surface's integrity lives there): decoded strictly on
 every feed. The data of the other known types is decoded by their readers, as the original does."""
@@ -248,6 +250,8 @@ class LogState:
     inbox: dict[InboxTarget, list[InboxItem]] = field(
         default_factory=lambda: {"next-turn": [], "next-step": []}
     )
+    settled_jobs: set[str] = field(default_factory=set)
+    """The ids of the background jobs whose outcome (`job/settled`) the log holds."""
 
     @property
     def header_written(self) -> bool:
@@ -391,6 +395,8 @@ class LogState:
             self.seed_end = event.seq
         elif isinstance(data, InboxSplicedData):
             self._splice(event, data)
+        elif isinstance(data, JobSettledData):
+            self.settled_jobs.add(data.job_id)
 
     def _splice(self, event: StoredEvent, data: InboxSplicedData) -> None:
         queue = self.inbox[data.target]

@@ -15,7 +15,7 @@ import anyio.lowlevel
 import pytest
 
 from runtime import jobs as jobs_module
-from runtime.agent import AGENTS, Agent
+from runtime.agent import AGENTS, EVENT, Agent, AgentEvent
 from runtime.jobs import (
     JOB_TOOLS,
     JOBS,
@@ -188,6 +188,29 @@ async def test_every_job_is_killed_when_its_agent_closes_and_the_outcome_is_logg
         assert {s["status"] for s in settled} == {"killed"}
         assert {s["reason"] for s in settled} == {"its agent closed"}
         assert notices(agent) == []  # the agent is gone: nobody to notify
+
+
+async def test_an_outcome_logged_before_its_notice_was_cut_off_is_logged_once(tmp_path: Path) -> None:
+    with job_host(tmp_path) as ctx:
+        async with agent_of(ctx) as agent:
+            outcome_logged = anyio.Event()
+
+            async def hold(event: AgentEvent) -> None:
+                # the agent closes while the notice is between its job/settled and its splice
+                if event.agent is agent and event.event.type == "job/settled":
+                    outcome_logged.set()
+                    await anyio.sleep_forever()
+
+            agent.ctx.on(EVENT, hold)
+
+            async def work(io: JobIO) -> JobEnd:
+                return JobEnd("completed", exit_code=0)
+
+            await service(ctx).of(agent).start("stream", "bash", work)
+            with anyio.fail_after(5):
+                await outcome_logged.wait()
+        assert logged(agent, "job/settled") == [{"jobId": "job-1", "status": "completed", "exitCode": 0}]
+        assert notices(agent) == []
 
 
 async def test_a_stream_read_returns_only_what_arrived_since_the_previous_read(tmp_path: Path) -> None:
