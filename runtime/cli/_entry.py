@@ -49,8 +49,21 @@ def version() -> str:
         return "unknown"
 
 
+def _tolerant_streams() -> None:
+    # On a stdout or stderr that cannot encode every character (an ASCII or Latin-1 locale), a character it cannot
+    # show is printed as "?" instead of ending the command with UnicodeEncodeError mid-output.
+    for stream in (sys.stdout, sys.stderr):
+        encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "")
+        if encoding not in ("utf8", "utf8sig") and getattr(stream, "errors", None) == "strict":
+            try:
+                stream.reconfigure(errors="replace")  # type: ignore[union-attr]
+            except (AttributeError, ValueError):  # not a text file of io's, or a closed one
+                continue
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run `dsh` (see `runtime.cli.app.main`)."""
+    _tolerant_streams()
     args = sys.argv[1:] if argv is None else argv
     if args == ["--version"]:
         print(f"dsh {version()}")

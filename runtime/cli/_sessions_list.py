@@ -131,8 +131,9 @@ def table_rows(
     and subagents indented under it (`current`, when given, is marked with `*`)."""
     rows: list[tuple[str, ...]] = []
     ordered = in_tree_order(sessions)
+    branch = _branch()
     for data, depth in ordered:
-        tree = "" if depth == 0 else "  " * (depth - 1) + "└ "
+        tree = "" if depth == 0 else "  " * (depth - 1) + branch
         mark = "* " if data["id"] == current else ""
         parent = "-" if data["parent_id"] is None else f"{data['parent_id']} ({_how(data['seed_length'])})"
         rows.append(
@@ -145,6 +146,16 @@ def table_rows(
             )
         )
     return f"{len(ordered)} session{'' if len(ordered) == 1 else 's'}", rows
+
+
+def _branch() -> str:
+    """What hangs a child under its parent: `└ `, or `` `- `` where stdout cannot encode it (rich then draws the
+    table's box in ASCII too)."""
+    try:
+        "└".encode(sys.stdout.encoding or "utf-8")
+    except (AttributeError, LookupError, UnicodeEncodeError, ValueError):
+        return "`- "
+    return "└ "
 
 
 def session_rows(

@@ -149,6 +149,25 @@ def test_list_puts_children_under_their_parent(tmp_path: Path, snapshot: Snapsho
     assert [s["id"] for s in flat] == ["tree-1", "tree-1.1", "tree-1.2", "tree-1.2.1", "tree-2"]
 
 
+def test_list_and_show_on_a_stdout_that_cannot_encode_the_tree(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    parent, *_ = _family(db)
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "COLUMNS": "200", "PYTHONIOENCODING": "ascii"}
+
+    def dsh(*args: str) -> str:
+        argv = [sys.executable, "-c", "from runtime.cli import main; main()", *args, "--store", str(db)]
+        result = subprocess.run(argv, capture_output=True, text=True, check=False, env=env)
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    listed = dsh("sessions", "list")
+    assert "| `- tree-1.1 " in listed  # rich's ASCII box, and an ASCII branch for each child
+    assert "|   `- tree-1.2.1 " in listed
+    shown = dsh("sessions", "show", parent)
+    assert "  ? agent/inbox/spliced (seq 0)" in shown  # a character ASCII lacks is shown as "?"
+    assert "? subagent session tree-1.1" in shown
+
+
 def test_an_imported_recorded_pair_shows_as_parent_and_child(tmp_path: Path) -> None:
     store = str(tmp_path / "s.db")
     fixture = HARNESS / "subagent-fork-in-process"
