@@ -13,8 +13,8 @@ import ssl
 import time
 from collections.abc import AsyncGenerator, Callable, Mapping
 from contextlib import AsyncExitStack
+from typing import TYPE_CHECKING
 
-import httpx
 import msgspec
 
 from runtime.llm import FailureCode, LlmCallError, LlmFailure, LlmRequest, StreamChunk
@@ -24,6 +24,9 @@ from ._errors import failure_from_response, failure_from_stream_error
 from ._mapping import ChunkMapper
 from ._sse import SseDecoder, SseEventTooLarge
 from ._wire import build_body, decode_wire_chunk
+
+if TYPE_CHECKING:  # httpx (~40 ms) is imported when a route first calls, not when the plugin loads
+    import httpx
 
 __all__ = ["OpenAICompatibleAdapter"]
 
@@ -55,12 +58,6 @@ class OpenAICompatibleAdapter:
         self._env = os.environ if env is None else env
         self._now = now
         self._ssl: ssl.SSLContext | None = None
-        self._timeout = httpx.Timeout(
-            connect=route.connect_timeout,
-            read=route.idle_timeout,
-            write=route.idle_timeout,
-            pool=route.connect_timeout,
-        )
 
     def context_window(self, provider: str, model: str) -> int | None:
         """The route's configured window of `model` (`context_windows`, else `context_window`; None: unknown)."""
@@ -79,10 +76,23 @@ class OpenAICompatibleAdapter:
         return key
 
     def _new_client(self) -> httpx.AsyncClient:
+        import httpx
+
         if self._ssl is None:
             # Loading the CA bundle costs milliseconds; do it once per adapter, not once per call.
             self._ssl = httpx.create_ssl_context()
-        return httpx.AsyncClient(verify=self._ssl, timeout=self._timeout)
+        return httpx.AsyncClient(verify=self._ssl, timeout=self._timeout())
+
+    def _timeout(self) -> httpx.Timeout:
+        import httpx
+
+        route = self.route
+        return httpx.Timeout(
+            connect=route.connect_timeout,
+            read=route.idle_timeout,
+            write=route.idle_timeout,
+            pool=route.connect_timeout,
+        )
 
     async def stream(self, request: LlmRequest) -> AsyncGenerator[StreamChunk, None]:
         key: str | None = None
@@ -123,9 +133,11 @@ class OpenAICompatibleAdapter:
     async def _send(
         self, stack: AsyncExitStack, client: httpx.AsyncClient, body: bytes, headers: dict[str, str]
     ) -> httpx.Response:
+        import httpx
+
         try:
             return await stack.enter_async_context(
-                client.stream("POST", self.endpoint, content=body, headers=headers, timeout=self._timeout)
+                client.stream("POST", self.endpoint, content=body, headers=headers, timeout=self._timeout())
             )
         except httpx.ReadTimeout as error:
             raise _fail(
@@ -137,6 +149,8 @@ class OpenAICompatibleAdapter:
             ) from error
 
     async def _read_limited(self, response: httpx.Response) -> bytes:
+        import httpx
+
         data = b""
         try:
             async for part in response.aiter_bytes():
@@ -149,6 +163,8 @@ class OpenAICompatibleAdapter:
         return data[:_ERROR_BODY_LIMIT]
 
     async def _chunks(self, response: httpx.Response, key: str | None) -> AsyncGenerator[StreamChunk, None]:
+        import httpx
+
         if not response.is_success:
             body = await self._read_limited(response)
             raise LlmCallError(

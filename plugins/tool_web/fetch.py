@@ -5,13 +5,16 @@ HTML turned into readable Markdown."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import urljoin
 
 import anyio
-import httpx
 
 from .errors import FetchError
 from .target import Target, parse_url, resolve
+
+if TYPE_CHECKING:  # httpx (~40 ms) is imported when the tool first runs, not when its plugin loads
+    import httpx
 
 __all__ = ["FetchError", "FetchLimits", "Page", "fetch_page", "html_to_text"]
 
@@ -81,6 +84,8 @@ async def fetch_page(url: str, limits: FetchLimits) -> Page:
     """GET `url` (following up to five redirects, each checked like the first) and return its text. Each hop's host
     is resolved once and the connection goes to the address that was checked, so a name that resolves differently
     the second time (DNS rebinding) cannot reach a private address."""
+    import httpx
+
     try:
         with anyio.fail_after(limits.timeout_seconds):
             # No proxies from the environment: a proxy would connect on our behalf, past the check. Requests go
@@ -112,6 +117,8 @@ async def fetch_page(url: str, limits: FetchLimits) -> Page:
 
 
 def _redirect(target: Target, location: str) -> str:
+    import httpx
+
     try:
         return str(target.url.join(location))
     except (httpx.InvalidURL, ValueError, UnicodeError) as error:

@@ -6,8 +6,6 @@ import os
 from dataclasses import dataclass
 from typing import Protocol
 
-import httpx
-
 from .errors import FetchError
 
 __all__ = ["SearchBackend", "SearchHit", "SearchResults", "SearxngBackend"]
@@ -40,6 +38,8 @@ class SearxngBackend:
         self.timeout_seconds = timeout_seconds
 
     async def search(self, query: str, *, limit: int) -> SearchResults:
+        import httpx
+
         headers = {}
         if self.api_key_env:
             key = os.environ.get(self.api_key_env)

@@ -6,6 +6,8 @@ at the same turn, step and position) is a divergence naming both."""
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import anyio
@@ -129,3 +131,19 @@ def test_a_timing_dependent_tool_runs_for_its_effects_and_is_served_its_recorded
     assert first_read is not None
     assert first_read.endswith("[status: running]")
     assert not first_read.startswith("served")
+
+
+def test_a_replay_that_fetches_nothing_imports_no_http_client() -> None:
+    # the web tools and the model route are loaded, but the model is the recording and nothing is fetched: the
+    # HTTP client (~40 ms a process, paid by every worker of a sharded golden run and every `dsh replay`) is
+    # imported only by a route that calls or a fetch that runs
+    code = (
+        "import sys, anyio\nfrom pathlib import Path\nfrom replay import load_scenario, rerun\n"
+        f"result = anyio.run(rerun, load_scenario(Path({str(FIXTURES / 'harness' / 'bash-tool-turn')!r})))\n"
+        "assert result.divergence is None, result.divergence\n"
+        "print(sorted(m for m in sys.modules if m == 'httpx' or m.startswith('httpx.')))\n"
+    )
+    ran = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert ran.stdout.strip().splitlines()[-1] == "[]", ran.stdout + ran.stderr
