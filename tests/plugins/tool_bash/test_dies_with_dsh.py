@@ -8,11 +8,12 @@ from __future__ import annotations
 import signal
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
 
-from tests.plugins.llm_openai.loopback import loopback
+from tests.plugins.llm_openai.loopback import Reply, loopback
 from tests.runtime.cli.helpers import answer, bash_call, tool_call
 
 from .agent_run import deployment, environment, run_command
@@ -53,15 +54,13 @@ async def eventually(condition: Callable[[], bool], *, seconds: float) -> None:
     raise AssertionError(f"not within {seconds}s")
 
 
-@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGINT], ids=["SIGKILL", "SIGINT"])
-@pytest.mark.parametrize("sandbox", ["danger-full-access", "workspace-write"])
-async def test_killing_dsh_kills_its_running_command(tmp_path: Path, signum: int, sandbox: str) -> None:
+async def kill_mid_command(tmp_path: Path, signum: int, bash: dict[str, Any], *replies: Reply) -> None:
+    """Run `dsh run` against `replies` (its bash command: `(sleep 2; touch marker.bg) & sleep 2; touch marker`), send
+    it `signum` once both sleeps run, and check that every process below it is gone at once and no marker appears."""
     marker = tmp_path / "marker"
-    # A background child too: it must die with the rest, not finish on its own.
-    command = f"(sleep 2; touch {marker}.bg) & sleep 2; touch {marker}"
-    async with loopback(bash_call(command), answer("done")) as server:
+    async with loopback(*replies) as server:
         config = tmp_path / "deployment.yml"
-        config.write_text(deployment(server.base_url, key_env="DSH_TEST_KEY", bash={"sandbox": sandbox}))
+        config.write_text(deployment(server.base_url, key_env="DSH_TEST_KEY", bash=bash))
         env = environment(DSH_TEST_KEY="k")
         async with await anyio.open_process(run_command(config, tmp_path / "s.db", tmp_path), env=env) as dsh:
             await eventually(lambda: list(descendants(dsh.pid).values()).count("sleep") == 2, seconds=20)
@@ -77,29 +76,27 @@ async def test_killing_dsh_kills_its_running_command(tmp_path: Path, signum: int
     assert not any(alive(pid) for pid in children), children
 
 
+def command(tmp_path: Path) -> str:
+    # a background child too: it must die with the rest, not finish on its own
+    marker = tmp_path / "marker"
+    return f"(sleep 2; touch {marker}.bg) & sleep 2; touch {marker}"
+
+
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGINT], ids=["SIGKILL", "SIGINT"])
+@pytest.mark.parametrize("sandbox", ["danger-full-access", "workspace-write"])
+async def test_killing_dsh_kills_its_running_command(tmp_path: Path, signum: int, sandbox: str) -> None:
+    await kill_mid_command(
+        tmp_path, signum, {"sandbox": sandbox}, bash_call(command(tmp_path)), answer("done")
+    )
+
+
 @pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGINT], ids=["SIGKILL", "SIGINT"])
 async def test_killing_dsh_kills_its_background_job(tmp_path: Path, signum: int) -> None:
-    marker = tmp_path / "marker"
-    command = f"(sleep 2; touch {marker}.bg) & sleep 2; touch {marker}"
-    replies = (
-        tool_call("bash", {"command": command, "description": "run it", "run_in_background": True}),
+    await kill_mid_command(
+        tmp_path,
+        signum,
+        {"run_in_background": True},
+        tool_call("bash", {"command": command(tmp_path), "description": "run it", "run_in_background": True}),
         tool_call("job_output", {"job_id": "job-1", "wait": True, "timeout_ms": 60_000}, call_id="call_2"),
         answer("done"),
     )
-    async with loopback(*replies) as server:
-        config = tmp_path / "deployment.yml"
-        config.write_text(
-            deployment(server.base_url, key_env="DSH_TEST_KEY", bash={"run_in_background": True})
-        )
-        env = environment(DSH_TEST_KEY="k")
-        async with await anyio.open_process(run_command(config, tmp_path / "s.db", tmp_path), env=env) as dsh:
-            await eventually(lambda: list(descendants(dsh.pid).values()).count("sleep") == 2, seconds=20)
-            started = anyio.current_time()
-            children = descendants(dsh.pid)
-            dsh.send_signal(signal.Signals(signum))
-            with anyio.fail_after(10):
-                await dsh.wait()
-    await eventually(lambda: not any(alive(pid) for pid in children), seconds=1)
-    await anyio.sleep(max(0.0, started + 2.5 - anyio.current_time()))
-    assert not await anyio.Path(marker).exists()
-    assert not await anyio.Path(f"{marker}.bg").exists()
