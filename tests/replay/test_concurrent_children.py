@@ -10,7 +10,8 @@ settlement notices wake the parent."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import anyio
@@ -98,6 +99,37 @@ def scripted_deployment(
     return Deployment(deployment.path, entries)
 
 
+@contextmanager
+def hosting(store: SessionStore, adapter: ScriptedAdapter, deployment: Deployment) -> Iterator[Context]:
+    """A host over `store` with `deployment` loaded, its model `adapter` keyed by session: the parent's script, or
+    the script named after the call that spawned the child; unloaded and disposed on the way out."""
+    ctx = Context()
+    ctx.provide(STORE, store)
+
+    def key(request: LlmRequest) -> str:
+        assert request.session_id is not None
+        spawned = store.info(request.session_id).spawned_by
+        return "parent" if spawned is None else spawned.call_id
+
+    adapter.key = key
+    loaded = load_deployment_into(ctx, deployment)
+    try:
+        yield ctx
+    finally:
+        for plugin in reversed(loaded):
+            plugin.unload()
+        ctx.dispose()
+
+
+def exported(store: SessionStore, workspace: Path) -> list[bytes]:
+    """Every session's log as JSONL, by creation (the primary first), with the workspace written `{{cwd}}`."""
+    sessions = sorted(store.sessions(), key=lambda info: (info.created_at, info.id))
+    return [
+        b"".join(write_jsonl(info, store.events(info.id))).replace(str(workspace).encode(), b"{{cwd}}")
+        for info in sessions
+    ]
+
+
 async def record(scratch: Path, workspace: Path) -> list[bytes]:
     """Run the parent's two turns with one script per session; return the logs as JSONL, the primary first, then
     the children by creation, with the workspace written `{{cwd}}`."""
@@ -123,32 +155,14 @@ async def record(scratch: Path, workspace: Path) -> list[bytes]:
         }
     )
     with SessionStore(scratch / "record.db", clock=FixedClock(1_000, 1), ids=CountingIds()) as store:
-        ctx = Context()
-        ctx.provide(STORE, store)
-
-        def key(request: LlmRequest) -> str:
-            assert request.session_id is not None
-            spawned = store.info(request.session_id).spawned_by
-            return "parent" if spawned is None else spawned.call_id
-
-        adapter.key = key
-        loaded = load_deployment_into(ctx, scripted_deployment(adapter))
-        try:
+        with hosting(store, adapter, scripted_deployment(adapter)) as ctx:
             options = AgentOptions(provider="scripted", model="scripted", cwd=workspace)
             async with ctx.get(AGENTS).create(options) as parent:
                 await parent.run("Remember this: the codeword is MARMALADE. Reply OK.")
                 await parent.run("Count the files, say hello, and recall the codeword, all at once.")
-        finally:
-            for plugin in reversed(loaded):
-                plugin.unload()
-            ctx.dispose()
         assert adapter.unserved() == {}
         assert len(set(arrived)) == 3, "the three children were mid-call at once"
-        sessions = sorted(store.sessions(), key=lambda info: (info.created_at, info.id))
-        return [
-            b"".join(write_jsonl(info, store.events(info.id))).replace(str(workspace).encode(), b"{{cwd}}")
-            for info in sessions
-        ]
+        return exported(store, workspace)
 
 
 def answers(log: bytes) -> tuple[str, ...]:
@@ -274,17 +288,7 @@ async def record_background(scratch: Path, workspace: Path) -> list[bytes]:
         }
     )
     with SessionStore(scratch / "record.db", clock=FixedClock(1_000, 1), ids=CountingIds()) as store:
-        ctx = Context()
-        ctx.provide(STORE, store)
-
-        def key(request: LlmRequest) -> str:
-            assert request.session_id is not None
-            spawned = store.info(request.session_id).spawned_by
-            return "parent" if spawned is None else spawned.call_id
-
-        adapter.key = key
-        loaded = load_deployment_into(ctx, scripted_deployment(adapter, continuable=True))
-        try:
+        with hosting(store, adapter, scripted_deployment(adapter, continuable=True)) as ctx:
             options = AgentOptions(provider="scripted", model="scripted", cwd=workspace)
             agents = ctx.get(AGENTS)
             async with agents.create(options) as parent:
@@ -304,16 +308,8 @@ async def record_background(scratch: Path, workspace: Path) -> list[bytes]:
                             break
                         await anyio.sleep(0.01)
                 await parent.run("Thanks.")
-        finally:
-            for plugin in reversed(loaded):
-                plugin.unload()
-            ctx.dispose()
         assert len(set(arrived)) == 2, "the two children were mid-call at once"
-        sessions = sorted(store.sessions(), key=lambda info: (info.created_at, info.id))
-        return [
-            b"".join(write_jsonl(info, store.events(info.id))).replace(str(workspace).encode(), b"{{cwd}}")
-            for info in sessions
-        ]
+        return exported(store, workspace)
 
 
 @pytest.fixture(scope="module")
@@ -409,17 +405,7 @@ async def record_bash_jobs(scratch: Path, workspace: Path) -> list[bytes]:
         }
     )
     with SessionStore(scratch / "record.db", clock=FixedClock(1_000, 1), ids=CountingIds()) as store:
-        ctx = Context()
-        ctx.provide(STORE, store)
-
-        def key(request: LlmRequest) -> str:
-            assert request.session_id is not None
-            spawned = store.info(request.session_id).spawned_by
-            return "parent" if spawned is None else spawned.call_id
-
-        adapter.key = key
-        loaded = load_deployment_into(ctx, scripted_deployment(adapter, overlay=JOBS_OVERLAY))
-        try:
+        with hosting(store, adapter, scripted_deployment(adapter, overlay=JOBS_OVERLAY)) as ctx:
             options = AgentOptions(provider="scripted", model="scripted", cwd=workspace)
             async with ctx.get(AGENTS).create(options) as parent:
                 await parent.run("Run both jobs in the background.")
@@ -430,16 +416,8 @@ async def record_bash_jobs(scratch: Path, workspace: Path) -> list[bytes]:
                             break
                         await anyio.sleep(0.01)
                 await parent.run("Thanks.")
-        finally:
-            for plugin in reversed(loaded):
-                plugin.unload()
-            ctx.dispose()
         assert adapter.unserved().get("s3") is None, "the subagent answered"
-        sessions = sorted(store.sessions(), key=lambda info: (info.created_at, info.id))
-        return [
-            b"".join(write_jsonl(info, store.events(info.id))).replace(str(workspace).encode(), b"{{cwd}}")
-            for info in sessions
-        ]
+        return exported(store, workspace)
 
 
 @pytest.fixture(scope="module")
