@@ -10,7 +10,7 @@ import contextlib
 import os
 import signal
 import subprocess
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -117,6 +117,34 @@ async def _stop(process: Process) -> None:
         await process.wait()
 
 
+@contextlib.asynccontextmanager
+async def _running(
+    command: str, cwd: Path, env: Mapping[str, str] | None, sandbox: Sandbox | None, workspace: Path | None
+) -> AsyncIterator[Process]:
+    """`command` running with `bash -c` in `cwd` (confined by `sandbox` when given), in its own process group so
+    killpg reaches every descendant; on any exception (a cancellation) the group is killed, and the process is
+    always reaped."""
+    process = await anyio.open_process(
+        _argv(command, cwd, sandbox, workspace),
+        cwd=cwd,
+        env=dict(env) if env is not None else None,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        yield process
+    except BaseException:
+        await _stop(process)
+        raise
+    finally:
+        with anyio.CancelScope(shield=True):
+            await process.aclose()
+
+
+def _status(process: Process) -> int:
+    return process.returncode if process.returncode is not None else -signal.SIGKILL
+
+
 async def run_background(
     command: str,
     *,
@@ -129,22 +157,9 @@ async def run_background(
     """Run `command` as `run_shell` does, with no timeout, writing both streams to `sink` as they arrive; return
     its exit status (negative for a signal). Cancelled (the job killed, its agent closed), the group is killed and
     the cancellation propagates; when dsh dies, the supervisor kills it."""
-    process = await anyio.open_process(
-        _argv(command, cwd, sandbox, workspace),
-        cwd=cwd,
-        env=dict(env) if env is not None else None,
-        stdin=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    try:
+    async with _running(command, cwd, env, sandbox, workspace) as process:
         await _collect(process, sink, sink)
-    except BaseException:
-        await _stop(process)
-        raise
-    finally:
-        with anyio.CancelScope(shield=True):
-            await process.aclose()
-    return process.returncode if process.returncode is not None else -signal.SIGKILL
+    return _status(process)
 
 
 async def run_shell(
@@ -161,27 +176,9 @@ async def run_shell(
     After `limit_seconds` the process group is killed and the outcome says so; on cancellation the group is killed
     and the cancellation propagates; when dsh dies, the supervisor kills it."""
     stdout, stderr = TailBuffer(cap), TailBuffer(cap)
-    timed_out = False
-    process = await anyio.open_process(
-        _argv(command, cwd, sandbox, workspace),
-        cwd=cwd,
-        env=dict(env) if env is not None else None,
-        stdin=subprocess.DEVNULL,
-        start_new_session=True,  # its own process group, so killpg reaches every descendant
-    )
-    try:
+    async with _running(command, cwd, env, sandbox, workspace) as process:
         with anyio.move_on_after(limit_seconds) as deadline:
             await _collect(process, stdout, stderr)
         if deadline.cancelled_caught:
-            timed_out = True
-            _kill_group(process)
-            with anyio.CancelScope(shield=True):
-                await process.wait()
-    except BaseException:
-        await _stop(process)
-        raise
-    finally:
-        with anyio.CancelScope(shield=True):
-            await process.aclose()
-    returncode = process.returncode if process.returncode is not None else -signal.SIGKILL
-    return ShellOutcome(stdout, stderr, returncode, timed_out)
+            await _stop(process)
+    return ShellOutcome(stdout, stderr, _status(process), deadline.cancelled_caught)
