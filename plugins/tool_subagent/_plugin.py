@@ -22,7 +22,7 @@ from plugins.subagent import (
     SubagentResult,
     SubagentView,
 )
-from runtime.jobs import JobEnd, JobIO, JobService, background_jobs
+from runtime.jobs import Job, JobEnd, JobIO, JobService, background_jobs
 from runtime.kernel import ConfigError, Context, Plugin
 from runtime.prompt import SYSTEM_PROMPT, PromptSection
 from runtime.session import SpawnedBy
@@ -103,7 +103,7 @@ def render_result(result: SubagentResult) -> ToolResult:
 
 async def start_job(
     jobs: JobService, subagents: SubagentView, provider: str, request: SubagentRequest, *, tool: str
-) -> Any:
+) -> Job:
     """Run a one-shot child as a final-output job of its parent: its result is the child's answer, or the error
     text a foreground call would have returned (the job then settles as failed)."""
 
