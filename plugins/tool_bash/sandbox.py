@@ -5,7 +5,10 @@ policy is stated to the model."""
 
 from __future__ import annotations
 
+import functools
+import os
 import shutil
+import stat
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,7 +16,7 @@ from typing import Literal
 
 from runtime.kernel.errors import PluginLoadError
 
-__all__ = ["POLICIES", "Policy", "Sandbox", "SandboxUnavailableError", "policy_text"]
+__all__ = ["POLICIES", "Policy", "Sandbox", "SandboxUnavailableError", "kernel_knobs", "policy_text"]
 
 Policy = Literal["danger-full-access", "workspace-write", "read-only"]
 POLICIES: tuple[Policy, ...] = ("danger-full-access", "workspace-write", "read-only")
@@ -21,6 +24,32 @@ POLICIES: tuple[Policy, ...] = ("danger-full-access", "workspace-write", "read-o
 _PROBE_SECONDS = 10
 _RUN_KEPT = ("/run/systemd/resolve", "/run/resolvconf")
 """What a sandboxed command keeps of /run: the resolver configuration /etc/resolv.conf may link to."""
+_PROC_PRIVATE = frozenset({"self", "thread-self"})
+"""/proc entries that describe the calling process (links into its own pid directory), left as the fresh procfs has
+them."""
+
+
+@functools.cache
+def kernel_knobs(proc: str = "/proc") -> tuple[str, ...]:
+    """The /proc entries a sandboxed command sees read-only: every directory and every file with a write bit that is
+    not a process's own (`/proc/sys`, `/proc/sysrq-trigger`, `/proc/irq`, `/proc/mtrr`, ...), read once from this
+    host's /proc.
+
+    Why: when dsh runs as root, the sandbox's user namespace maps its root to the host's uid 0, which owns these files,
+    so a fresh procfs leaves `kernel.core_pattern` and every other sysctl writable for the whole host. Dropping
+    capabilities does not help: ownership, not a capability, grants the write. Listing them from /proc, rather than
+    naming the known ones, also covers entries a future kernel adds."""
+    knobs = []
+    for entry in sorted(os.scandir(proc), key=lambda e: e.name):
+        if entry.name.isdigit() or entry.name in _PROC_PRIVATE:
+            continue
+        try:
+            mode = entry.stat(follow_symlinks=False).st_mode
+        except OSError:  # an entry that vanished between listing and stat has nothing left to protect
+            continue
+        if stat.S_ISDIR(mode) or (stat.S_ISREG(mode) and mode & 0o222):
+            knobs.append(entry.path)
+    return tuple(knobs)
 
 
 class SandboxUnavailableError(PluginLoadError):
@@ -91,6 +120,10 @@ class Sandbox:
         if not self.network:
             args.append("--unshare-net")
         args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+        # The fresh procfs leaves the kernel's settings writable to a root dsh (see `kernel_knobs`): bind each over
+        # itself read-only. /sys needs nothing more: it stays part of the read-only root.
+        for knob in kernel_knobs():
+            args += ["--ro-bind", knob, knob]
         # A read-only mount does not stop connect() on a unix socket: /run holds the daemons' (docker, dbus, the
         # user's agents under /run/user), so it is empty here but for the resolver's files DNS may need.
         args += ["--tmpfs", "/run"]

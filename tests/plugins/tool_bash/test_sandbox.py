@@ -117,6 +117,50 @@ async def test_no_remount_makes_the_root_writable(workspace: Path, escape: str) 
     assert "Read-only file system" in result.text
 
 
+# Writes the value each setting already has, so a sandbox that failed would change nothing on the host.
+_SAME_VALUE_WRITES = [
+    "cat /proc/sys/kernel/core_pattern > /proc/sys/kernel/core_pattern",
+    "cat /proc/sys/vm/swappiness > /proc/sys/vm/swappiness",
+    "cat /proc/sys/kernel/hostname > /proc/sys/kernel/hostname",
+    "cat /proc/sys/fs/suid_dumpable > /proc/sys/fs/suid_dumpable",
+]
+
+# Everything in the command's /proc that it may write, outside its own processes' directories.
+_WRITABLE_PROC = """python3 - <<'EOF'
+import os
+found = []
+for root, dirs, files in os.walk("/proc"):
+    top = root.split("/")[2:3]
+    if top and (top[0].isdigit() or top[0] in ("self", "thread-self")):
+        dirs[:] = []
+        continue
+    found += [p for p in (os.path.join(root, n) for n in files) if not os.path.islink(p) and os.access(p, os.W_OK)]
+print(len(found), found[:5])
+EOF"""
+
+
+@pytest.mark.anyio
+@pytest.mark.skipif(
+    os.geteuid() != 0, reason="the kernel's settings are writable from a sandbox only for root"
+)
+@pytest.mark.parametrize("policy", ["workspace-write", "read-only"])
+async def test_the_kernels_settings_are_read_only_even_for_root(workspace: Path, policy: str) -> None:
+    # Was: as root, `--proc /proc` left /proc/sys writable, so `kernel.core_pattern` made the host run any program
+    # as root. Unconfined, root writes them (the check would pass vacuously if it did not).
+    assert (await bash(host(), workspace, _SAME_VALUE_WRITES[1])).meta["exitCode"] == 0
+    ctx = host(sandbox=policy)
+    for write in _SAME_VALUE_WRITES:
+        result = await bash(ctx, workspace, write)
+        assert result.meta["exitCode"] != 0, write
+        assert "Read-only file system" in result.text, write
+    for trigger in ("/proc/sysrq-trigger", "/proc/mtrr"):
+        if await anyio.Path(trigger).exists():
+            assert (await bash(ctx, workspace, f"test -w {trigger}")).meta["exitCode"] != 0, trigger
+    assert (await bash(ctx, workspace, _WRITABLE_PROC)).text.startswith("0 []"), policy
+    sys_writable = "find /sys -type f -writable 2>/dev/null | head -3"
+    assert (await bash(ctx, workspace, sys_writable)).text == "(no output)"
+
+
 @pytest.mark.anyio
 async def test_tmp_is_private_to_each_command(workspace: Path) -> None:
     ctx = host(sandbox="workspace-write")
