@@ -14,7 +14,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from runtime.host import count_progress
+from dsh.runtime.host import count_progress
 
 
 def main(argv: list[str]) -> int:

@@ -20,8 +20,8 @@ import httpx
 import msgspec
 from anyio.abc import SocketAttribute, SocketStream
 
-from plugins.llm_openai import OpenAICompatibleAdapter, ProviderConfig
-from runtime.llm import LlmRequest, LlmRuntime, MessageId, TextBlock, UserMessage
+from dsh.plugins.llm_openai import OpenAICompatibleAdapter, ProviderConfig
+from dsh.runtime.llm import LlmRequest, LlmRuntime, MessageId, TextBlock, UserMessage
 
 EVENTS = 30_000
 WRITE_SIZE = 4096

@@ -26,8 +26,8 @@ from pathlib import Path
 import anyio
 
 from benchmarks import bench_replay_loop
-from runtime.kernel import Context, NoConfig, Plugin
-from runtime.prompt import (
+from dsh.runtime.kernel import Context, NoConfig, Plugin
+from dsh.runtime.prompt import (
     IDENTITY,
     SYSTEM_PROMPT,
     AssembleContext,

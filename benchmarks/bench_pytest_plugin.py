@@ -1,5 +1,5 @@
 """The pytest plugin's cost: the project's scenarios (fixtures/, copied COPIES times into a scratch project with
-their goldens) collected and replayed by `pytest` through dsh's plugin, against calling `replay.rerun` on each one
+their goldens) collected and replayed by `pytest` through dsh's plugin, against calling `dsh.replay.rerun` on each one
 directly, both in this process with every import already done, alternating, best of RUNS. The cost is this
 process's CPU time (wall time is printed beside it): on a shared machine other processes' load would otherwise
 decide the ratio. Then the same pytest run spread across two xdist workers against one (`-n 2` vs `-n 1`, each a
@@ -30,7 +30,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from replay import discover, rerun
+from dsh.replay import discover, rerun
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 COPIES = 3

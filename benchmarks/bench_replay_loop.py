@@ -15,11 +15,11 @@ from pathlib import Path
 
 import anyio
 
-from replay import REPLAY, load_recording, load_scenario, read_log, record, recorded_turns
-from replay._scenario import replay_deployment
-from runtime.agent import AGENTS, AgentOptions
-from runtime.kernel import Context, load_deployment_into
-from runtime.session import STORE, CountingIds, FixedClock, SessionStore
+from dsh.replay import REPLAY, load_recording, load_scenario, read_log, record, recorded_turns
+from dsh.replay._scenario import replay_deployment
+from dsh.runtime.agent import AGENTS, AgentOptions
+from dsh.runtime.kernel import Context, load_deployment_into
+from dsh.runtime.session import STORE, CountingIds, FixedClock, SessionStore
 
 TURNS = 50
 DELTA_WORDS = 40

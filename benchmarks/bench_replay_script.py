@@ -4,9 +4,9 @@ chunks: 100 turns of 10 steps), against parsing the same file with msgspec alone
 Measured, best of several runs each, on the log written one chunk per line and packed (runs of deltas in
 `text-chunks` rows, as the original and `dsh sessions export` write it):
   * msgspec: `msgspec.json.Decoder().decode` of every line, nothing else (the floor);
-  * reader: `runtime.session.read_jsonl` walking the events (header, envelopes, packed rows expanded, the log's
+  * reader: `dsh.runtime.session.read_jsonl` walking the events (header, envelopes, packed rows expanded, the log's
     rules checked), which derivation runs on;
-  * derive: `derive_script(read_log(path))`, every chunk decoded strictly into runtime.llm's `StreamChunk`.
+  * derive: `derive_script(read_log(path))`, every chunk decoded strictly into dsh.runtime.llm's `StreamChunk`.
 Figures: chunks/s of derive, and derive / msgspec, reader / msgspec, derive / reader.
 """
 
@@ -20,8 +20,8 @@ from pathlib import Path
 
 import msgspec
 
-from replay import derive_script, read_log
-from runtime.llm import (
+from dsh.replay import derive_script, read_log
+from dsh.runtime.llm import (
     BlockEnd,
     BlockStart,
     Finish,
@@ -33,7 +33,7 @@ from runtime.llm import (
     UsageChunk,
     encode_chunk,
 )
-from runtime.session import SessionId, SessionInfo, StoredEvent, read_jsonl, write_jsonl
+from dsh.runtime.session import SessionId, SessionInfo, StoredEvent, read_jsonl, write_jsonl
 
 TURNS, STEPS, DELTAS = 100, 10, 96  # + block-start, block-end, usage, finish = 100 chunks a call
 RUNS = 5

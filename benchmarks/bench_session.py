@@ -26,10 +26,10 @@ import anyio
 import anyio.lowlevel
 import msgspec
 
-from runtime.llm import AssistantMessage as ModelReply
-from runtime.llm import MessageId, ModelSource, TextBlock, TextDelta
-from runtime.llm import UserMessage as UserTurnMessage
-from runtime.session import (
+from dsh.runtime.llm import AssistantMessage as ModelReply
+from dsh.runtime.llm import MessageId, ModelSource, TextBlock, TextDelta
+from dsh.runtime.llm import UserMessage as UserTurnMessage
+from dsh.runtime.session import (
     PROJECTED_TYPES,
     AssistantChunk,
     AssistantChunkData,
@@ -54,7 +54,7 @@ from runtime.session import (
     open_log,
     project,
 )
-from runtime.session._store import event_row
+from dsh.runtime.session._store import event_row
 
 APPEND_EVENTS = 100_000
 FORK_SIZES = (100, 100_000)

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import anyio
 
-from runtime.llm import AssistantMessage as ModelReply
-from runtime.llm import MessageId, ModelSource, TextBlock
-from runtime.llm import UserMessage as UserTurnMessage
-from runtime.session import (
+from dsh.runtime.llm import AssistantMessage as ModelReply
+from dsh.runtime.llm import MessageId, ModelSource, TextBlock
+from dsh.runtime.llm import UserMessage as UserTurnMessage
+from dsh.runtime.session import (
     AssistantMessage,
     AssistantMessageData,
     SessionStore,

@@ -2,7 +2,7 @@
 (an empty store in a scratch directory), each run as a fresh process with the same interpreter, against
 `python -c pass` measured in the same run (the floor: the interpreter starting and stopping).
 
-The console script is `runtime.cli:main`, run here as `python -c "from runtime.cli import main; main()"` so the
+The console script is `dsh.runtime.cli:main`, run here as `python -c "from dsh.runtime.cli import main; main()"` so the
 figures do not depend on where the script was installed. Figures: milliseconds and the ratio to the floor of each
 command; the target is every ratio <= 3. For context (not a target), the same for the least a typer command can do:
 a one-command typer app printing its `--help`, which a `dsh` command that goes through typer pays at least.
@@ -28,7 +28,7 @@ from pathlib import Path
 
 RUNS = 15
 TARGET = 3.0
-_DSH = "from runtime.cli import main; main()"
+_DSH = "from dsh.runtime.cli import main; main()"
 _TYPER_FLOOR = (
     "import typer\napp = typer.Typer(add_completion=False)\n"
     "@app.command()\ndef f(x: int = 1) -> None:\n    pass\n"

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import anyio
 
-from plugins.tool_bash import Sandbox, SandboxUnavailableError, run_shell
-from plugins.tool_fs.grep import _search, compile_pattern
+from dsh.plugins.tool_bash import Sandbox, SandboxUnavailableError, run_shell
+from dsh.plugins.tool_fs.grep import _search, compile_pattern
 
 COMMANDS = 20
 RUNS = 5

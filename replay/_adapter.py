@@ -1,4 +1,4 @@
-"""`ReplayAdapter`: the replay transport. It implements runtime.llm's `LlmAdapter` and serves each live call the
+"""`ReplayAdapter`: the replay transport. It implements dsh.runtime.llm's `LlmAdapter` and serves each live call the
 chunks recorded for it, by session and call key, never reading the request's messages, system prompt or tools.
 
 Binding live sessions to recorded logs: the first live session to call (one with no live parent) binds to the
@@ -27,8 +27,8 @@ from pathlib import Path
 
 import anyio
 
-from runtime.llm import CallKey, LlmCallError, LlmFailure, LlmRequest, StreamChunk
-from runtime.session import SessionInfo, SessionStoreProtocol
+from dsh.runtime.llm import CallKey, LlmCallError, LlmFailure, LlmRequest, StreamChunk
+from dsh.runtime.session import SessionInfo, SessionStoreProtocol
 
 from ._errors import RecordingEnded, ReplayMismatch, format_call
 from ._placeholders import with_cwd

@@ -13,8 +13,8 @@ import anyio
 import msgspec
 import yaml
 
-from runtime.kernel import Context, Plugin
-from runtime.llm import (
+from dsh.runtime.kernel import Context, Plugin
+from dsh.runtime.llm import (
     LLM,
     BlockEnd,
     BlockStart,
@@ -37,7 +37,7 @@ from runtime.llm import (
     ToolCallDelta,
     UsageChunk,
 )
-from runtime.session import STORE, SessionStoreProtocol
+from dsh.runtime.session import STORE, SessionStoreProtocol
 
 from ._errors import ReplayMismatch, ScriptError
 from ._placeholders import with_cwd

@@ -15,8 +15,8 @@ from rich.markup import escape
 from rich.progress import Progress, TaskID
 from rich.table import Table
 
-from runtime.host import count_progress
-from runtime.kernel import DshError
+from dsh.runtime.host import count_progress
+from dsh.runtime.kernel import DshError
 
 from ._recording import ROOT_LOG
 from ._rerun import Rerun, rerun

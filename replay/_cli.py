@@ -14,8 +14,8 @@ from rich.console import Console
 from rich.markup import escape
 from typer.core import TyperGroup
 
-from runtime.host import open_store, resolve_session
-from runtime.llm import (
+from dsh.runtime.host import open_store, resolve_session
+from dsh.runtime.llm import (
     BlockEnd,
     BlockStart,
     Finish,
@@ -29,7 +29,7 @@ from runtime.llm import (
     ToolCallBlock,
     ToolCallDelta,
 )
-from runtime.session import export_jsonl
+from dsh.runtime.session import export_jsonl
 
 from ._batch import Report, holds_many, replay_all, summary_table, tally
 from ._errors import ScriptError

@@ -1,4 +1,4 @@
-"""Replay's errors, under `runtime.kernel.errors.ReplayError`; each carries what it names as attributes.
+"""Replay's errors, under `dsh.runtime.kernel.errors.ReplayError`; each carries what it names as attributes.
 
 ```
 ReplayError
@@ -11,8 +11,8 @@ ReplayError
 
 from __future__ import annotations
 
-from runtime.kernel.errors import ReplayError
-from runtime.llm import CallKey, LlmCallError, LlmFailure
+from dsh.runtime.kernel.errors import ReplayError
+from dsh.runtime.llm import CallKey, LlmCallError, LlmFailure
 
 __all__ = ["OverrideError", "RecordingEnded", "ReplayMismatch", "ScriptError", "format_call"]
 

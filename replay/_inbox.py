@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 import anyio
 import msgspec
 
-from runtime.agent import Agent, InputSource, QueueTarget, Splice
-from runtime.llm import OtherSource, PluginSource, ToolSource, UserMessage, UserSource
-from runtime.session import (
+from dsh.runtime.agent import Agent, InputSource, QueueTarget, Splice
+from dsh.runtime.llm import OtherSource, PluginSource, ToolSource, UserMessage, UserSource
+from dsh.runtime.session import (
     Event,
     InboxSpliced,
     InboxSplicedData,
@@ -171,7 +171,7 @@ def _live_position(agent: Agent) -> Position:
 
 
 class RecordedInbox:
-    """The replay's inbox gate (runtime.agent's `InboxGate`). `logs`: each recorded log's name, id and deliveries;
+    """The replay's inbox gate (dsh.runtime.agent's `InboxGate`). `logs`: each recorded log's name, id and deliveries;
     `bound`: live session id -> the recorded log's name (the replay adapter's binding), None when unbound."""
 
     def __init__(self, logs: list[tuple[str, str, tuple[Delivery, ...]]], bound: BoundLog) -> None:

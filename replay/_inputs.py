@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from runtime.llm import TextBlock, UserBlock
-from runtime.session import InboxSpliced, SessionEndSeed, TurnEnd, TurnStart
+from dsh.runtime.llm import TextBlock, UserBlock
+from dsh.runtime.session import InboxSpliced, SessionEndSeed, TurnEnd, TurnStart
 
 from ._errors import ScriptError
 from ._inbox import Positions

@@ -23,7 +23,7 @@ from typing import get_args
 
 import msgspec
 
-from runtime.llm import BlockAssembler, CallKey, ChunkProtocolError, Finish, StreamChunk
+from dsh.runtime.llm import BlockAssembler, CallKey, ChunkProtocolError, Finish, StreamChunk
 
 from ._errors import OverrideError, format_call
 from ._script import EntryKind, Hang, ScriptEntry, Throw

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import msgspec
 
-from runtime.llm import (
+from dsh.runtime.llm import (
     BlockEnd,
     ReasoningBlock,
     ReasoningDelta,

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import msgspec
 
-from runtime.agent import INBOX_GATE
-from runtime.kernel import Context, Plugin, ServiceKey
-from runtime.llm import LLM
-from runtime.session import STORE
+from dsh.runtime.agent import INBOX_GATE
+from dsh.runtime.kernel import Context, Plugin, ServiceKey
+from dsh.runtime.llm import LLM
+from dsh.runtime.session import STORE
 
 from ._adapter import ReplayAdapter
 from ._inbox import RecordedInbox

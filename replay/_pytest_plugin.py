@@ -20,7 +20,7 @@ import pytest
 from ._layout import SCENARIO_FILE
 
 if TYPE_CHECKING:
-    from runtime.session import SessionStore
+    from dsh.runtime.session import SessionStore
 
     from ._rerun import Rerun
     from ._scenario import Scenario
@@ -160,7 +160,7 @@ class ScenarioDirectory(pytest.Directory):
     def collect(self) -> Iterator[pytest.Item]:
         item = ScenarioItem.from_parent(self, name=ITEM_NAME, callobj=replay_scenario, directory=self.path)
         if self.config.option.dsh_record:
-            from runtime.kernel.errors import DshError
+            from dsh.runtime.kernel.errors import DshError
 
             from ._routes import missing_key
             from ._scenario import load_scenario
@@ -279,7 +279,7 @@ class ScenarioItem(pytest.Function):
         self, excinfo: pytest.ExceptionInfo[BaseException]
     ) -> Any:
         """The report alone for a divergence, a golden mismatch or a dsh error; the traceback only with -vv."""
-        from runtime.kernel.errors import DshError
+        from dsh.runtime.kernel.errors import DshError
 
         error = excinfo.value
         if self.config.get_verbosity() < 2:
@@ -399,7 +399,7 @@ def dsh_replay(request: pytest.FixtureRequest) -> Callable[[str | Path], Rerun]:
 @pytest.fixture
 def dsh_store(tmp_path: Path) -> Iterator[SessionStore]:
     """A session store in a temporary directory, with the deterministic clock and ids replays use."""
-    from runtime.session import CountingIds, FixedClock, SessionStore
+    from dsh.runtime.session import CountingIds, FixedClock, SessionStore
 
     from ._rerun import CLOCK_START
 

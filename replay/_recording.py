@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from runtime.session import SessionStoreProtocol
+from dsh.runtime.session import SessionStoreProtocol
 
 from ._errors import OverrideError, ScriptError
 from ._overrides import Overrides, load_overrides

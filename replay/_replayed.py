@@ -7,8 +7,15 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from runtime.llm import TextBlock, ToolResultBlock
-from runtime.session import AssistantMessage, StoredEvent, ToolCall, ToolResult, ToolResultData, read_jsonl
+from dsh.runtime.llm import TextBlock, ToolResultBlock
+from dsh.runtime.session import (
+    AssistantMessage,
+    StoredEvent,
+    ToolCall,
+    ToolResult,
+    ToolResultData,
+    read_jsonl,
+)
 
 __all__ = ["ToolCallRecord", "final_text", "log_events", "tool_calls"]
 

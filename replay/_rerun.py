@@ -21,11 +21,11 @@ import anyio
 import msgspec
 from rich.console import Console
 
-from runtime.agent import AGENTS, EVENT, INBOX_GATE, Agent, AgentEvent, AgentOptions
-from runtime.host import TerminalView, hosted
-from runtime.kernel import Context, Deployment
-from runtime.llm import TextBlock, UserBlock
-from runtime.session import (
+from dsh.runtime.agent import AGENTS, EVENT, INBOX_GATE, Agent, AgentEvent, AgentOptions
+from dsh.runtime.host import TerminalView, hosted
+from dsh.runtime.kernel import Context, Deployment
+from dsh.runtime.llm import TextBlock, UserBlock
+from dsh.runtime.session import (
     CountingIds,
     FixedClock,
     RequestHeader,
@@ -229,7 +229,7 @@ async def _run_plan(
     workspace: Path,
     recording: Recording | None,
 ) -> None:
-    """Feed the primary agent its plan (see `replay._inputs`): turns run or awaited, steering queued (a scenario's
+    """Feed the primary agent its plan (see `dsh.replay._inputs`): turns run or awaited, steering queued (a scenario's
     at its step; a recording's through the inbox gate, which admits it where it was logged), resumes."""
     agents = ctx.get(AGENTS)
     problems: list[ReplayMismatch] = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from plugins.llm_openai import Config as LiveConfig
+from dsh.plugins.llm_openai import Config as LiveConfig
 
 from ._scenario import LIVE_TRANSPORT, Scenario, live_deployment
 
@@ -19,7 +19,7 @@ def missing_key(scenario: Scenario) -> str | None:
     routes = [
         route
         for entry in deployment.plugins
-        if entry.use == LIVE_TRANSPORT and isinstance(entry.config, LiveConfig)
+        if entry.plugin.name == LIVE_TRANSPORT and isinstance(entry.config, LiveConfig)
         for route in entry.config.providers
     ]
     wanted = scenario.doc.provider or deployment.provider

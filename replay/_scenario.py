@@ -11,7 +11,7 @@ from typing import Any
 import msgspec
 import yaml
 
-from runtime.kernel import Deployment, PluginEntry, decode_plugin_config, load_deployment, load_yaml
+from dsh.runtime.kernel import Deployment, PluginEntry, decode_plugin_config, load_deployment, load_yaml
 
 from ._authored import ScriptedConfig, scripted_plugin
 from ._errors import ScriptError
@@ -38,8 +38,10 @@ __all__ = [
 
 WORKSPACE_DIR = "workspace"
 DEFAULT_DEPLOYMENT = Path(__file__).with_name("default-deployment.yml")
-LIVE_TRANSPORT = "plugins.llm_openai"
-RETRY = "plugins.retry"
+LIVE_TRANSPORT = "llm_openai"
+"""The live transport a replay stands in for, by its declared plugin name (whatever `use:` spelled it)."""
+RETRY = "retry"
+"""The retry plugin whose waits a replay zeroes, by its declared name."""
 
 
 class SteerDoc(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
@@ -161,13 +163,13 @@ def live_deployment(scenario: Scenario) -> Deployment:
 
 
 def _swap_transport(scenario: Scenario | Path, deployment: Deployment, entry: PluginEntry) -> Deployment:
-    if not any(e.use == LIVE_TRANSPORT for e in deployment.plugins):
+    if not any(e.plugin.name == LIVE_TRANSPORT for e in deployment.plugins):
         place = scenario if isinstance(scenario, Path) else scenario.directory or scenario.log
         raise ScriptError(
-            f"the deployment {deployment.path} loads no live transport ({LIVE_TRANSPORT}) to stand in for",
+            f"the deployment {deployment.path} loads no live transport (the {LIVE_TRANSPORT} plugin) to stand in for",
             place=str(place),
         )
-    swapped = tuple(entry if e.use == LIVE_TRANSPORT else e for e in deployment.plugins)
+    swapped = tuple(entry if e.plugin.name == LIVE_TRANSPORT else e for e in deployment.plugins)
     return Deployment(deployment.path, swapped, deployment.model, deployment.provider)
 
 
@@ -203,7 +205,7 @@ def with_replay(deployment: Deployment | None, log: Path, provider: str | None =
     routes = dict.fromkeys(
         route.id
         for entry in deployment.plugins
-        if entry.use == LIVE_TRANSPORT
+        if entry.plugin.name == LIVE_TRANSPORT
         for route in getattr(entry.config, "providers", ())
     )
     agent_provider = provider or deployment.provider or recorded or DEFAULT_PROVIDER
@@ -228,15 +230,15 @@ def replay_deployment(scenario: Scenario, *, pace_ms: float = 0.0) -> Deployment
     )
     entries: list[PluginEntry] = []
     for entry in deployment.plugins:
-        if entry.use == LIVE_TRANSPORT:
+        if entry.plugin.name == LIVE_TRANSPORT:
             entries.append(replay)
-        elif entry.use == RETRY and entry.id not in scenario.doc.overlay:
+        elif entry.plugin.name == RETRY and entry.id not in scenario.doc.overlay:
             entries.append(_overlaid(entry, {"base_delay_ms": 0, "max_delay_ms": 0}))
         else:
             entries.append(entry)
     if replay not in entries:
         raise ScriptError(
-            f"the deployment {deployment.path} loads no live transport ({LIVE_TRANSPORT}) for the replay plugin "
+            f"the deployment {deployment.path} loads no live transport (the {LIVE_TRANSPORT} plugin) for the replay plugin "
             "to stand in for",
             place=str(source),
         )

@@ -9,7 +9,7 @@ Derivation (spec/session-and-replay.md §3.2, keyed as ARCHITECTURE.md's Replay 
 * A marked local compaction call (`compaction/summary` with `llmStreamCall: true` and its `rawOutput`) becomes a
   synthetic entry of kind `compaction`: `block-start`/`block-end` per raw block, `usage` when recorded, then
   `finish{stop}`. A failed one (`compaction/end` with `llmStreamCall: true` and a `failure`) becomes that stream
-  from its `rawOutput` when present, else a single `finish{error}`. Its key is plugins.compaction's:
+  from its `rawOutput` when present, else a single `finish{error}`. Its key is dsh.plugins.compaction's:
   `CallKey(turn, step, n, purpose="compaction")`, `step` the step the compaction serves (the open step, or between
   steps the next one), `n` counting compaction calls within that (turn, step) from 1. The loop's calls keep
   `purpose="step"`, so a compaction never shifts their attempts.
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Literal
 
 import msgspec
 
-from runtime.llm import (
+from dsh.runtime.llm import (
     AssistantBlock,
     BlockEnd,
     BlockStart,
@@ -44,7 +44,7 @@ from runtime.llm import (
     UserMessage,
     UserSource,
 )
-from runtime.session import (
+from dsh.runtime.session import (
     AssistantChunk,
     AssistantChunkData,
     BracketData,
@@ -62,7 +62,7 @@ from runtime.session import (
     TurnEnd,
     TurnStart,
 )
-from runtime.session import UserMessage as UserMessageEvent
+from dsh.runtime.session import UserMessage as UserMessageEvent
 
 from ._errors import ScriptError, format_call
 from ._inbox import Delivery, Positions
@@ -171,7 +171,7 @@ class RecordedTurn:
 
 
 COMPACTION = "compaction"
-"""The `CallKey.purpose` of plugins.compaction's summariser calls."""
+"""The `CallKey.purpose` of dsh.plugins.compaction's summariser calls."""
 
 
 def _view(log: RecordedLog, event: StoredEvent, line: int | None) -> CoreEvent | OpaqueEvent:

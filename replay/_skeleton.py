@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 
-from runtime.session import StepStart, StoredEvent, ToolCall, TurnEnd, TurnStart
+from dsh.runtime.session import StepStart, StoredEvent, ToolCall, TurnEnd, TurnStart
 
 from ._placeholders import CWD_PLACEHOLDER
 

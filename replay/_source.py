@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from runtime.jsonlines import JsonLineError, read_lines
-from runtime.session import LogFormatError, SessionStoreProtocol, SpawnedBy, StoredEvent, read_jsonl
+from dsh.runtime.jsonlines import JsonLineError, read_lines
+from dsh.runtime.session import LogFormatError, SessionStoreProtocol, SpawnedBy, StoredEvent, read_jsonl
 
 __all__ = ["LogInfo", "RecordedLog", "read_log", "stored_log"]
 
@@ -76,7 +76,7 @@ class _Lines:
 
 def read_log(path: str | Path) -> RecordedLog:
     """A JSONL log (format version 0). The header is read now (a bad one raises `LogFormatError`); the events on
-    each walk, checked line by line against the log's rules as `runtime.session.read_jsonl` checks them."""
+    each walk, checked line by line against the log's rules as `dsh.runtime.session.read_jsonl` checks them."""
     path = Path(path)
     name = str(path)
     with path.open("rb") as handle:

@@ -5,7 +5,7 @@ against the recorded tool name and arguments; a mismatch is a `ReplayMismatch` n
 adapter (so `assert_consumed` raises it) and returned to the loop as the call's error result.
 
 Which tools are recorded: `modes` (a scenario's `tools:`) names a tool `live` or `recorded`; a tool it does not name
-is recorded when its definition declares itself non-hermetic (`runtime.tools.Tool.hermetic`, False for web_fetch and
+is recorded when its definition declares itself non-hermetic (`dsh.runtime.tools.Tool.hermetic`, False for web_fetch and
 web_search), live otherwise. A live tool that declares itself `timing_dependent` (the job tools: what
 `job_output` reads depends on how far a background job has got) is run, for what it does (a kill kills, a read moves
 the read position on, a wait waits for the live job), and the model is served the recorded result: recorded order
@@ -22,13 +22,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, NoReturn
 
-from runtime.kernel import Context
-from runtime.llm import TextBlock, ToolResultBlock
-from runtime.session import ToolCall as ToolCallEvent
-from runtime.session import ToolCallData, ToolResultData
-from runtime.session import ToolResult as ToolResultEvent
-from runtime.tools import EXECUTOR, Tool, ToolCall, ToolContext, ToolResult
-from runtime.tools.definition import Execute
+from dsh.runtime.kernel import Context
+from dsh.runtime.llm import TextBlock, ToolResultBlock
+from dsh.runtime.session import ToolCall as ToolCallEvent
+from dsh.runtime.session import ToolCallData, ToolResultData
+from dsh.runtime.session import ToolResult as ToolResultEvent
+from dsh.runtime.tools import EXECUTOR, Tool, ToolCall, ToolContext, ToolResult
+from dsh.runtime.tools.definition import Execute
 
 from ._adapter import ReplayAdapter
 from ._errors import ReplayMismatch

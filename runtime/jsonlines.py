@@ -15,7 +15,7 @@ import anyio
 import msgspec
 from anyio.abc import ByteReceiveStream, ByteSendStream
 
-from runtime.kernel.errors import DshError
+from dsh.runtime.kernel.errors import DshError
 
 __all__ = [
     "INVALID_REQUEST",

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from hypothesis import strategies as st
 
-from runtime.llm import (
+from dsh.runtime.llm import (
     AssistantBlock,
     BlockEnd,
     BlockStart,
@@ -56,14 +56,14 @@ plugin_specs = st.builds(
 )
 
 
-# ---------------------------------------------------------------- session log (runtime.session)
+# ---------------------------------------------------------------- session log (dsh.runtime.session)
 
-from runtime.llm import AssistantMessage as ModelReply  # noqa: E402  # the session strategies below need it
-from runtime.llm import MessageId, ModelSource, ToolResultBlock, ToolSource  # noqa: E402
-from runtime.llm import TextBlock as LlmTextBlock  # noqa: E402  # beside the session strategies that use it
-from runtime.llm import TextDelta as LlmTextDelta  # noqa: E402  # beside the session strategies that use it
-from runtime.llm import UserMessage as UserTurnMessage  # noqa: E402  # beside the session strategies that use it
-from runtime.session import (  # noqa: E402  # the session strategies below need the wire types
+from dsh.runtime.llm import AssistantMessage as ModelReply  # noqa: E402  # the session strategies below need it
+from dsh.runtime.llm import MessageId, ModelSource, ToolResultBlock, ToolSource  # noqa: E402
+from dsh.runtime.llm import TextBlock as LlmTextBlock  # noqa: E402  # beside the session strategies that use it
+from dsh.runtime.llm import TextDelta as LlmTextDelta  # noqa: E402  # beside the session strategies that use it
+from dsh.runtime.llm import UserMessage as UserTurnMessage  # noqa: E402  # beside the session strategies that use it
+from dsh.runtime.session import (  # noqa: E402  # the session strategies below need the wire types
     AssistantChunk,
     AssistantChunkData,
     AssistantMessage,
@@ -211,7 +211,7 @@ def prompt_contributions(draw: st.DrawFn) -> list[PromptContribution]:
     return result
 
 
-# -- the model transport (runtime.llm) -------------------------------------------------------------------------
+# -- the model transport (dsh.runtime.llm) -------------------------------------------------------------------------
 
 
 _text = st.text(st.characters(codec="utf-8"), max_size=12)

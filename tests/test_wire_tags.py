@@ -1,5 +1,5 @@
 """One Struct per wire tag: the session log's event types, and every message, block, source, chunk and reason they
-hold, are declared once (in runtime.session's event table and the runtime.llm types it uses); no module anywhere in
+hold, are declared once (in dsh.runtime.session's event table and the dsh.runtime.llm types it uses); no module anywhere in
 runtime/, plugins/ or replay/ declares a second Struct for one of their tags."""
 
 from __future__ import annotations
@@ -11,19 +11,19 @@ from types import ModuleType
 import msgspec
 import msgspec.inspect as mi
 
-from runtime.session import EVENT_TYPES, Event, SessionHeader
+from dsh.runtime.session import EVENT_TYPES, Event, SessionHeader
 
 Key = tuple[str, str]
 
 OTHER_FORMATS = {
-    "replay._overrides": "override.json, whose `op` tags (replace, patch, ...) are its own vocabulary"
+    "dsh.replay._overrides": "override.json, whose `op` tags (replace, patch, ...) are its own vocabulary"
 }
 """Modules that declare another file format's tagged Structs: a tag there names no session-log object."""
 
 
 def _modules() -> list[ModuleType]:
     modules: list[ModuleType] = []
-    for root in ("runtime", "plugins", "replay"):
+    for root in ("dsh.runtime", "dsh.plugins", "dsh.replay"):
         package = importlib.import_module(root)
         modules.append(package)
         for info in pkgutil.walk_packages(package.__path__, prefix=f"{root}."):

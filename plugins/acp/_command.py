@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import logging
 import sys
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, cast
 
@@ -15,8 +14,9 @@ from acp import Agent
 from acp.agent.connection import AgentSideConnection
 from anyio.abc import ByteReceiveStream, ByteSendStream
 
-from runtime.host import ConfigOption, Host, ReplayOption, StoreOption, open_host
-from runtime.jsonlines import JsonLinesTransport
+from dsh.runtime.about import version
+from dsh.runtime.host import ConfigOption, Host, ReplayOption, StoreOption, open_host
+from dsh.runtime.jsonlines import JsonLinesTransport
 
 from ._server import AcpServer
 from ._transport import stdio_streams
@@ -64,20 +64,13 @@ class _Answering:
             await self._answered.wait()
 
 
-def _version() -> str:
-    try:
-        return version("dsh")
-    except PackageNotFoundError:  # a source tree that was never installed
-        return "unknown"
-
-
 async def serve(host: Host, receive: ByteReceiveStream, send: ByteSendStream) -> None:
     """Serve ACP on `receive`/`send` until the client closes its end; then running turns are cancelled (logged
     aborted), every request received is answered (for up to `ANSWER_GRACE_S`), and every open session's log is
     flushed and closed."""
     transport = _Answering(JsonLinesTransport(receive, send, answer=True, name="client"))
     async with anyio.create_task_group() as group:
-        server = AcpServer(host, group, version=_version())
+        server = AcpServer(host, group, version=version())
         # The SDK types its agent as the full `acp.Agent` protocol; the router answers the methods AcpServer does
         # not define (modes, config options, authentication) with "method not found".
         conn = AgentSideConnection(

@@ -42,11 +42,11 @@ from acp.schema import (
 )
 from anyio.abc import TaskGroup, TaskStatus
 
-from runtime.agent import AGENTS, EVENT, Agent, AgentEvent, TurnOutcome, last_turn_end
-from runtime.host import Host
-from runtime.kernel import Disposer
-from runtime.llm import TextBlock, UserBlock
-from runtime.session import SessionInUseError, SessionNotFoundError
+from dsh.runtime.agent import AGENTS, EVENT, Agent, AgentEvent, TurnOutcome, last_turn_end
+from dsh.runtime.host import Host
+from dsh.runtime.kernel import Disposer
+from dsh.runtime.llm import TextBlock, UserBlock
+from dsh.runtime.session import SessionInUseError, SessionNotFoundError
 
 from ._updates import SessionUpdate, SessionUpdates
 

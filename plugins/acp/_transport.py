@@ -1,4 +1,4 @@
-"""ACP's stdio as anyio byte streams for the one JSON-lines transport (`runtime.jsonlines.JsonLinesTransport`, which
+"""ACP's stdio as anyio byte streams for the one JSON-lines transport (`dsh.runtime.jsonlines.JsonLinesTransport`, which
 frames and bounds what is read): a pipe, socket or terminal through asyncio's pipe transports, and a regular file,
 which those refuse, by plain reads and writes (`dsh acp < requests.jsonl > answers.jsonl`): a regular file never
 makes a read or a write wait."""

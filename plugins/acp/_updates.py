@@ -33,7 +33,7 @@ from acp.schema import (
     UserMessageChunk,
 )
 
-from runtime.llm import (
+from dsh.runtime.llm import (
     Message,
     ReasoningBlock,
     ReasoningDelta,
@@ -42,7 +42,7 @@ from runtime.llm import (
     ToolResultBlock,
     UserSource,
 )
-from runtime.session import (
+from dsh.runtime.session import (
     AssistantChunkData,
     AssistantMessageData,
     SessionTitleData,

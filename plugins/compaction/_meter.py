@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from runtime.llm import (
+from dsh.runtime.llm import (
     ContentBlock,
     ImageBlock,
     Message,

@@ -9,7 +9,7 @@ from typing import Any
 
 import msgspec
 
-from runtime.llm import (
+from dsh.runtime.llm import (
     AssistantMessage,
     ImageBlock,
     Message,

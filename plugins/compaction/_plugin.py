@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from runtime.agent import EVENT, PRE_STEP, REQUEST_ERROR
-from runtime.kernel import Context, Plugin
-from runtime.llm import LLM
+from dsh.runtime.agent import EVENT, PRE_STEP, REQUEST_ERROR
+from dsh.runtime.kernel import Context, Plugin
+from dsh.runtime.llm import LLM
 
 from ._config import Config
 from ._service import COMPACTION, Compaction

@@ -15,7 +15,7 @@ from typing import Any
 import anyio
 import msgspec
 
-from runtime.agent import (
+from dsh.runtime.agent import (
     Agent,
     AgentEvent,
     ErrorDecision,
@@ -25,8 +25,8 @@ from runtime.agent import (
     Retry,
     StepGate,
 )
-from runtime.kernel import Next, ServiceKey
-from runtime.llm import (
+from dsh.runtime.kernel import Next, ServiceKey
+from dsh.runtime.llm import (
     LLM,
     AssistantBlock,
     BlockAssembler,
@@ -45,7 +45,7 @@ from runtime.llm import (
     ToolSpec,
     UserMessage,
 )
-from runtime.session import (
+from dsh.runtime.session import (
     PROJECTED_TYPES,
     AssistantMessageData,
     BracketData,
@@ -64,8 +64,8 @@ from runtime.session import (
     encode_data,
     project,
 )
-from runtime.session import ToolResult as ToolResultEvent
-from runtime.session import UserMessage as CheckpointEvent
+from dsh.runtime.session import ToolResult as ToolResultEvent
+from dsh.runtime.session import UserMessage as CheckpointEvent
 
 from ._config import Config
 from ._meter import Calibration, TokenMeter

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from runtime.llm import FailureCode, LlmCallError, LlmFailure, LlmRequest, StreamChunk
+from dsh.runtime.llm import FailureCode, LlmCallError, LlmFailure, LlmRequest, StreamChunk
 
 from ._config import ProviderConfig
 from ._errors import failure_from_response, failure_from_stream_error

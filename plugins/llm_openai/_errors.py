@@ -16,7 +16,7 @@ from typing import Any
 
 import msgspec
 
-from runtime.llm import FailureCode, LlmFailure
+from dsh.runtime.llm import FailureCode, LlmFailure
 
 __all__ = ["failure_from_response", "failure_from_stream_error", "http_error_code", "retry_after_ms"]
 

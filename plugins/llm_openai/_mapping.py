@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from runtime.llm import (
+from dsh.runtime.llm import (
     BlockEnd,
     BlockStart,
     BlockType,

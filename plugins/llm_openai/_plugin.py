@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from runtime.kernel import Context, Plugin
-from runtime.llm import LLM
-from runtime.tools import TOOL_ENV
+from dsh.runtime.kernel import Context, Plugin
+from dsh.runtime.llm import LLM
+from dsh.runtime.tools import TOOL_ENV
 
 from ._adapter import OpenAICompatibleAdapter
 from ._config import Config
@@ -15,7 +15,7 @@ __all__ = ["plugin"]
 def _apply(ctx: Context, config: Config) -> None:
     llm = ctx.get(LLM)
     # The routes' keys are secrets: tool subprocesses (bash) never see them. Without the tool environment service
-    # (runtime.tools loaded later, or not at all) the default credential patterns still withhold *_API_KEY names.
+    # (dsh.runtime.tools loaded later, or not at all) the default credential patterns still withhold *_API_KEY names.
     secrets = ctx.get(TOOL_ENV) if ctx.has(TOOL_ENV) else None
     for route in config.providers:
         llm.register(route.id, OpenAICompatibleAdapter(route))

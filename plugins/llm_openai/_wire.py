@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-from runtime.llm import (
+from dsh.runtime.llm import (
     AssistantMessage,
     FailureCode,
     ImageBlock,

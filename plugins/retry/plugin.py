@@ -7,9 +7,9 @@ from collections.abc import Awaitable, Callable
 
 import anyio
 
-from runtime.agent import REQUEST_ERROR, ErrorDecision, RequestFailure, Retry
-from runtime.kernel import Context, Plugin
-from runtime.session import LlmRetry, LlmRetryData, LlmRetryStarted, LlmRetryStartedData
+from dsh.runtime.agent import REQUEST_ERROR, ErrorDecision, RequestFailure, Retry
+from dsh.runtime.kernel import Context, Plugin
+from dsh.runtime.session import LlmRetry, LlmRetryData, LlmRetryStarted, LlmRetryStartedData
 
 from .policy import RetryConfig, delay_ms, policy_key
 

@@ -8,7 +8,7 @@ import json
 
 import msgspec
 
-from runtime.llm import FailureCode, LlmFailure
+from dsh.runtime.llm import FailureCode, LlmFailure
 
 __all__ = ["DEFAULT_CODES", "RetryConfig", "delay_ms", "policy_key"]
 
@@ -22,7 +22,7 @@ DEFAULT_CODES = (
 
 
 class RetryConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
-    """Config of `plugins.retry`.
+    """Config of `dsh.plugins.retry`.
 
     - `max_retries`: retries of one step after its first attempt (so at most `max_retries + 1` calls).
     - `codes`: the failure codes worth another attempt; anything else ends the turn at once.

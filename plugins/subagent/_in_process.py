@@ -14,10 +14,10 @@ from contextlib import asynccontextmanager
 
 import msgspec
 
-from runtime.agent import AGENTS, PRE_STEP, Agent, AgentOptions, PreStep, StepGate, TurnOutcome
-from runtime.kernel import Context, Next, Plugin
-from runtime.prompt import SYSTEM_PROMPT, PromptContext
-from runtime.session import SubagentDescriptor, SubagentDescriptorData
+from dsh.runtime.agent import AGENTS, PRE_STEP, Agent, AgentOptions, PreStep, StepGate, TurnOutcome
+from dsh.runtime.kernel import Context, Next, Plugin
+from dsh.runtime.prompt import SYSTEM_PROMPT, PromptContext
+from dsh.runtime.session import SubagentDescriptor, SubagentDescriptorData
 
 from ._service import SUBAGENTS
 from ._types import StopReason, SubagentProvider, SubagentRequest, SubagentResult

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import msgspec
 
-from runtime.kernel import Context, Disposer, Emit, Plugin, ServiceKey
+from dsh.runtime.kernel import Context, Disposer, Emit, Plugin, ServiceKey
 
 from ._types import SubagentError, SubagentProvider, SubagentRequest, SubagentRun
 

@@ -8,9 +8,9 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from runtime.agent import Agent
-from runtime.kernel import DshError
-from runtime.session import SpawnedBy
+from dsh.runtime.agent import Agent
+from dsh.runtime.kernel import DshError
+from dsh.runtime.session import SpawnedBy
 
 __all__ = [
     "StopReason",

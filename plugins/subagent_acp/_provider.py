@@ -14,7 +14,6 @@ import signal
 import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import IO, Any, Literal, cast
 
@@ -37,10 +36,11 @@ from acp.schema import (
 from acp.transports import default_environment
 from anyio.abc import Process
 
-from plugins.subagent import SUBAGENTS, StopReason, SubagentProvider, SubagentRequest, SubagentResult
-from runtime.jsonlines import JsonLinesTransport
-from runtime.kernel import Context, Plugin
-from runtime.tools.guard import guarded
+from dsh.plugins.subagent import SUBAGENTS, StopReason, SubagentProvider, SubagentRequest, SubagentResult
+from dsh.runtime.about import version
+from dsh.runtime.jsonlines import JsonLinesTransport
+from dsh.runtime.kernel import Context, Plugin
+from dsh.runtime.tools.guard import guarded
 
 __all__ = ["AcpConfig", "AcpRun", "acp_provider", "plugin", "stop_reason"]
 
@@ -89,13 +89,6 @@ class AcpConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only
             raise ValueError(f'cwd must be an absolute path, got "{self.cwd}"')
         if not self.stop_grace_s >= 0:
             raise ValueError(f"stop_grace_s must be >= 0, got {self.stop_grace_s}")
-
-
-def _version() -> str:
-    try:
-        return version("dsh")
-    except PackageNotFoundError:  # a source tree that was never installed
-        return "unknown"
 
 
 class _Client:
@@ -205,7 +198,7 @@ class AcpRun:
                 client_capabilities=ClientCapabilities(
                     fs=FileSystemCapabilities(read_text_file=False, write_text_file=False), terminal=False
                 ),
-                client_info=Implementation(name="dsh", title="dsh (subagent provider)", version=_version()),
+                client_info=Implementation(name="dsh", title="dsh (subagent provider)", version=version()),
             )
             if init.protocol_version != PROTOCOL_VERSION:
                 self._fail(

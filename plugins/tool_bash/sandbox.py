@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from runtime.kernel.errors import PluginLoadError
+from dsh.runtime.kernel.errors import PluginLoadError
 
 __all__ = ["POLICIES", "Policy", "Sandbox", "SandboxUnavailableError", "kernel_knobs", "policy_text"]
 

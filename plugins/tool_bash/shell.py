@@ -18,7 +18,7 @@ from typing import Protocol
 import anyio
 from anyio.abc import ByteReceiveStream, Process
 
-from runtime.tools.guard import guarded
+from dsh.runtime.tools.guard import guarded
 
 from .sandbox import Sandbox
 

@@ -11,10 +11,10 @@ from typing import Any, cast
 import anyio
 import msgspec
 
-from runtime.jobs import JobEnd, JobIO, JobService, background_jobs
-from runtime.kernel import Context, Plugin
-from runtime.prompt import SYSTEM_PROMPT, PromptContext, PromptSection
-from runtime.tools import TOOL_ENV, TOOLS, EnvPolicy, Tool, ToolContext, ToolEnvironment, ToolResult
+from dsh.runtime.jobs import JobEnd, JobIO, JobService, background_jobs
+from dsh.runtime.kernel import Context, Plugin
+from dsh.runtime.prompt import SYSTEM_PROMPT, PromptContext, PromptSection
+from dsh.runtime.tools import TOOL_ENV, TOOLS, EnvPolicy, Tool, ToolContext, ToolEnvironment, ToolResult
 
 from .sandbox import POLICIES, Policy, Sandbox, policy_text
 from .shell import ShellOutcome, TailBuffer, run_background, run_shell
@@ -81,7 +81,7 @@ PARAMETERS: dict[str, Any] = {
 
 class EnvConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """What commands inherit beyond the default policy: `allow` keeps variables the credential patterns would
-    withhold, `deny` withholds more (names or `*`/`?` patterns; see `runtime.tools.EnvPolicy`)."""
+    withhold, `deny` withholds more (names or `*`/`?` patterns; see `dsh.runtime.tools.EnvPolicy`)."""
 
     allow: tuple[str, ...] = ()
     deny: tuple[str, ...] = ()
@@ -97,7 +97,7 @@ class BashConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """`timeout_ms`: the default per call; `max_timeout_ms`: the cap on `timeoutMs`; `output_cap_bytes`: the
     tail kept of each stream; `env`: the environment policy's additions; `sandbox`: the file policy each command
     runs under; `sandbox_network`: whether a sandboxed command may use the network; `run_in_background`: whether
-    a call may run its command as a background job (needs `runtime.jobs`)."""
+    a call may run its command as a background job (needs `dsh.runtime.jobs`)."""
 
     timeout_ms: int = 120_000
     max_timeout_ms: int = 600_000

@@ -3,7 +3,7 @@ unless every occurrence is to be replaced."""
 
 from __future__ import annotations
 
-from runtime.tools import ToolResult
+from dsh.runtime.tools import ToolResult
 
 from .errors import (
     AMBIGUOUS_MATCH,

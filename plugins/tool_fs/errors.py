@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from runtime.kernel.errors import ToolError
+from dsh.runtime.kernel.errors import ToolError
 
 __all__ = [
     "AMBIGUOUS_MATCH",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from runtime.tools import ToolResult
+from dsh.runtime.tools import ToolResult
 
 from .errors import FILE_NOT_FOUND, NOT_A_DIRECTORY, FsError
 from .globs import GlobMatcher

@@ -18,7 +18,7 @@ from typing import Protocol
 
 import re2
 
-from runtime.tools import ToolResult
+from dsh.runtime.tools import ToolResult
 
 from .errors import FILE_NOT_FOUND, INVALID_PATTERN, UNSUPPORTED_PATTERN, FsError
 from .find import search_directory

@@ -10,9 +10,9 @@ from typing import Any
 
 import anyio
 
-from runtime.kernel import Context, Plugin
-from runtime.prompt import SYSTEM_PROMPT
-from runtime.tools import TOOLS, Tool, ToolContext, ToolResult
+from dsh.runtime.kernel import Context, Plugin
+from dsh.runtime.prompt import SYSTEM_PROMPT
+from dsh.runtime.tools import TOOLS, Tool, ToolContext, ToolResult
 
 from .config import Config, ToolName
 from .edit import edit_path

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runtime.tools import ToolResult
+from dsh.runtime.tools import ToolResult
 
 from .errors import (
     BINARY_FILE,

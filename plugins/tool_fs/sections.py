@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from runtime.prompt import PromptSection
+from dsh.runtime.prompt import PromptSection
 
 from .config import ToolName
 

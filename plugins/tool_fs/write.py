@@ -3,7 +3,7 @@ directories."""
 
 from __future__ import annotations
 
-from runtime.tools import ToolResult
+from dsh.runtime.tools import ToolResult
 
 from .errors import NOT_A_DIRECTORY, NOT_A_FILE, FsError
 from .paths import Workspace

@@ -14,11 +14,11 @@ from typing import Any
 import anyio
 from anyio.abc import TaskStatus
 
-from plugins.subagent import SubagentError, SubagentRequest, SubagentView
-from runtime.agent import Agent
-from runtime.llm import AssistantMessage, OtherSource, TextBlock, UserBlock
-from runtime.session import TurnEndData
-from runtime.tools import TOOLS, Tool, ToolContext, ToolResult
+from dsh.plugins.subagent import SubagentError, SubagentRequest, SubagentView
+from dsh.runtime.agent import Agent
+from dsh.runtime.llm import AssistantMessage, OtherSource, TextBlock, UserBlock
+from dsh.runtime.session import TurnEndData
+from dsh.runtime.tools import TOOLS, Tool, ToolContext, ToolResult
 
 __all__ = [
     "REPORT_TOOL",

@@ -12,7 +12,7 @@ from typing import Any, Literal
 import anyio
 import msgspec
 
-from plugins.subagent import (
+from dsh.plugins.subagent import (
     PROVIDER_ADDED,
     PROVIDER_REMOVED,
     SUBAGENTS,
@@ -22,12 +22,12 @@ from plugins.subagent import (
     SubagentResult,
     SubagentView,
 )
-from runtime.jobs import Job, JobEnd, JobIO, JobService, background_jobs
-from runtime.kernel import ConfigError, Context, Plugin
-from runtime.prompt import SYSTEM_PROMPT, PromptSection
-from runtime.session import SpawnedBy
-from runtime.tools import TOOLS, Tool, ToolContext, ToolResult
-from runtime.tools.definition import TOOL_NAME
+from dsh.runtime.jobs import Job, JobEnd, JobIO, JobService, background_jobs
+from dsh.runtime.kernel import ConfigError, Context, Plugin
+from dsh.runtime.prompt import SYSTEM_PROMPT, PromptSection
+from dsh.runtime.session import SpawnedBy
+from dsh.runtime.tools import TOOLS, Tool, ToolContext, ToolResult
+from dsh.runtime.tools.definition import TOOL_NAME
 
 from ._continuable import Children, send_message_tool, start_continuable
 from ._wording import parameters, wording
@@ -72,7 +72,7 @@ class ToolSubagentConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True
     `background_mode`: `one-shot` (the call waits for the child's answer) or `continuable` (the child runs in the
     background, the call returns its durable id; reports and settlement notices arrive in this agent's inbox, and
     a `send_message` tool gives the child more work). `run_in_background`: in one-shot mode, whether a call may
-    run the child as a background job (`run_in_background: true` returns a job id; needs `runtime.jobs`)."""
+    run the child as a background job (`run_in_background: true` returns a job id; needs `dsh.runtime.jobs`)."""
 
     provider: str
     tool_name: str | None = None

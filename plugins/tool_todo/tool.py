@@ -8,10 +8,10 @@ from typing import Any, Final
 
 import msgspec
 
-from runtime.agent import Agent
-from runtime.kernel import Context, Plugin
-from runtime.session import Todo, TodoWrite, TodoWriteData
-from runtime.tools import TOOLS, Tool, ToolContext, ToolResult
+from dsh.runtime.agent import Agent
+from dsh.runtime.kernel import Context, Plugin
+from dsh.runtime.session import Todo, TodoWrite, TodoWriteData
+from dsh.runtime.tools import TOOLS, Tool, ToolContext, ToolResult
 
 __all__ = ["INVALID_TODOS", "NO_SESSION_LOG", "STATUSES", "TodoConfig", "check_todos", "plugin", "summary"]
 

@@ -7,9 +7,9 @@ from typing import Any, Literal
 
 import msgspec
 
-from runtime.kernel import Context, Plugin
-from runtime.prompt import SYSTEM_PROMPT, PromptSection
-from runtime.tools import TOOL_ENV, TOOLS, Tool, ToolContext, ToolResult
+from dsh.runtime.kernel import Context, Plugin
+from dsh.runtime.prompt import SYSTEM_PROMPT, PromptSection
+from dsh.runtime.tools import TOOL_ENV, TOOLS, Tool, ToolContext, ToolResult
 
 from .fetch import FetchError, FetchLimits, fetch_page
 from .search import SearchBackend, SearchResults, SearxngBackend

@@ -14,8 +14,8 @@ import anyio
 import msgspec
 from anyio.abc import TaskGroup
 
-from runtime.kernel import Context
-from runtime.llm import (
+from dsh.runtime.kernel import Context
+from dsh.runtime.llm import (
     AssistantMessage,
     CallConfig,
     Message,
@@ -27,7 +27,7 @@ from runtime.llm import (
     UserMessage,
     UserSource,
 )
-from runtime.session import (
+from dsh.runtime.session import (
     AbortKind,
     EpochHeader,
     Event,
@@ -43,8 +43,8 @@ from runtime.session import (
     TurnEndData,
     decode_data,
 )
-from runtime.session import AssistantMessageData as _ModelData
-from runtime.session import ToolResultData as _ResultData
+from dsh.runtime.session import AssistantMessageData as _ModelData
+from dsh.runtime.session import ToolResultData as _ResultData
 
 from ._events import EVENT, AgentEvent
 from ._inbox import BOUNDARY_TYPES, INBOX_GATE, ImmediateGate, InboxGate, QueueTarget

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from runtime.kernel import Emit, Waterfall
-from runtime.llm import CallConfig, LlmFailure, Message, ToolSpec
-from runtime.session import StoredEvent
+from dsh.runtime.kernel import Emit, Waterfall
+from dsh.runtime.llm import CallConfig, LlmFailure, Message, ToolSpec
+from dsh.runtime.session import StoredEvent
 
 if TYPE_CHECKING:
     from ._agent import Agent

@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from runtime.kernel import ServiceKey
-from runtime.llm import OtherSource, PluginSource, UserSource
-from runtime.session import Event, InboxTarget, StepEnd, StepStart, TurnEnd, TurnStart
+from dsh.runtime.kernel import ServiceKey
+from dsh.runtime.llm import OtherSource, PluginSource, UserSource
+from dsh.runtime.session import Event, InboxTarget, StepEnd, StepStart, TurnEnd, TurnStart
 
 if TYPE_CHECKING:
     from ._agent import Agent

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import anyio
 
-from runtime.kernel.errors import DshError
-from runtime.llm import (
+from dsh.runtime.kernel.errors import DshError
+from dsh.runtime.llm import (
     LLM,
     AssistantBlock,
     AssistantMessage,
@@ -39,8 +39,8 @@ from runtime.llm import (
     UserSource,
     error_chain,
 )
-from runtime.prompt import SYSTEM_PROMPT, AssembleContext, render_context_snapshot, render_prompt
-from runtime.session import (
+from dsh.runtime.prompt import SYSTEM_PROMPT, AssembleContext, render_context_snapshot, render_prompt
+from dsh.runtime.session import (
     SNAPSHOT_FORM,
     AbortKind,
     AbortReason,
@@ -67,11 +67,11 @@ from runtime.session import (
     TurnStart,
     TurnStartData,
 )
-from runtime.session import AssistantMessage as ModelMessageEvent
-from runtime.session import ToolResult as ToolResultEvent
-from runtime.session import UserMessage as UserMessageEvent
-from runtime.tools import TOOLS, ToolContext, ToolResult
-from runtime.tools import ToolCall as ToolInvocation
+from dsh.runtime.session import AssistantMessage as ModelMessageEvent
+from dsh.runtime.session import ToolResult as ToolResultEvent
+from dsh.runtime.session import UserMessage as UserMessageEvent
+from dsh.runtime.tools import TOOLS, ToolContext, ToolResult
+from dsh.runtime.tools import ToolCall as ToolInvocation
 
 from ._agent import Agent
 from ._events import (

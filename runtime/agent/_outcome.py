@@ -1,4 +1,4 @@
-"""`TurnOutcome`, how a turn ended as its caller sees it. A leaf: it imports nothing else of runtime.agent, so the
+"""`TurnOutcome`, how a turn ended as its caller sees it. A leaf: it imports nothing else of dsh.runtime.agent, so the
 agent, the loop and the registry can all name it without an import circle."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from runtime.llm import LlmFailure
-from runtime.session import AbortKind
+from dsh.runtime.llm import LlmFailure
+from dsh.runtime.session import AbortKind
 
 __all__ = ["AbortKind", "OutcomeKind", "TurnOutcome"]
 

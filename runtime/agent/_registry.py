@@ -9,11 +9,11 @@ from contextlib import asynccontextmanager
 
 import anyio
 
-from runtime.kernel import Context, NoConfig, Plugin, ServiceKey
-from runtime.llm import LLM
-from runtime.prompt import SYSTEM_PROMPT, AssembleContext
-from runtime.session import STORE, SessionStoreProtocol, SpawnedBy, open_log
-from runtime.tools import TOOLS
+from dsh.runtime.kernel import Context, NoConfig, Plugin, ServiceKey
+from dsh.runtime.llm import LLM
+from dsh.runtime.prompt import SYSTEM_PROMPT, AssembleContext
+from dsh.runtime.session import STORE, SessionStoreProtocol, SpawnedBy, open_log
+from dsh.runtime.tools import TOOLS
 
 from ._agent import Agent, AgentOptions
 

@@ -4,7 +4,7 @@ the commands that plugins add through the `dsh.commands` entry-point group (read
 as typer renders it (plain to a file, styled to a terminal), so `dsh --help` answers before typer or rich is
 imported.
 
-The typer app (`runtime.cli.app`) is built from this same table; `tests/runtime/cli` checks the help here is exactly
+The typer app (`dsh.runtime.cli.app`) is built from this same table; `tests/runtime/cli` checks the help here is exactly
 what typer prints for it, plain and styled, at several widths. What is not copied here (typer shrinking a column to
 fit a narrow terminal, NO_COLOR's bold without colour, highlighting of text other than `--name`) goes to typer."""
 
@@ -43,16 +43,18 @@ class LazyCommand:
 
 CORE_COMMANDS: dict[str, LazyCommand] = {
     "prompt": LazyCommand(
-        "runtime.cli.prompt_cmd:prompt", "Print the system prompt and tool schemas a deployment would send."
+        "dsh.runtime.cli.prompt_cmd:prompt",
+        "Print the system prompt and tool schemas a deployment would send.",
     ),
-    "run": LazyCommand("runtime.cli.run_cmd:run", "Run one turn headless and stream it to the terminal."),
+    "run": LazyCommand("dsh.runtime.cli.run_cmd:run", "Run one turn headless and stream it to the terminal."),
     "chat": LazyCommand(
-        "runtime.cli.chat_cmd:chat",
+        "dsh.runtime.cli.chat_cmd:chat",
         "Talk with the deployment's agent in the terminal, one turn per line you type.",
     ),
-    "config": LazyCommand("runtime.cli.config_cmd:config_app", "Deployment config files."),
+    "config": LazyCommand("dsh.runtime.cli.config_cmd:config_app", "Deployment config files."),
     "sessions": LazyCommand(
-        "runtime.cli.sessions_cmd:sessions_app", "Session logs: list, show, export, import, fork, copy, tail."
+        "dsh.runtime.cli.sessions_cmd:sessions_app",
+        "Session logs: list, show, export, import, fork, copy, tail.",
     ),
 }
 """The core commands, in the order `dsh --help` lists them; a test checks each summary is its command's own."""

@@ -2,7 +2,7 @@
 and its event count), the rows of the sessions table made from it (each parent followed by its forks and subagents),
 the table drawn as rich draws it to a file, and the `--json` list. `sessions_cmd` builds its rich table from the same
 rows; `run_fast` answers `dsh sessions list [--store STORE] [--json]` (or `$DSH_STORE`) from `_entry` before typer,
-rich or msgspec is imported, from the plain rows of the store file (`runtime.session.read_listing`), and leaves
+rich or msgspec is imported, from the plain rows of the store file (`dsh.runtime.session.read_listing`), and leaves
 anything else (a terminal, which gets rich's styles; a table that would wrap; a store to create, migrate or refuse;
 a PostgreSQL URL) to typer, which prints the same table, or the error, as it always has."""
 
@@ -16,7 +16,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs the fast path more than the store does
     from typing import Any
 
-    from runtime.session import SessionInfo, SessionStoreProtocol
+    from dsh.runtime.session import SessionInfo, SessionStoreProtocol
 
 __all__ = [
     "COLUMNS",
@@ -69,11 +69,11 @@ def listed(store: SessionStoreProtocol) -> list[dict[str, Any]]:
 
 
 def from_rows(listing: list[tuple[tuple[Any, ...], int]], *, spawned_by: bool = True) -> list[dict[str, Any]]:
-    """`listed` from the plain rows of `runtime.session.read_listing`, without msgspec: each row's columns are named
+    """`listed` from the plain rows of `dsh.runtime.session.read_listing`, without msgspec: each row's columns are named
     after `SessionInfo`'s fields and hold them as `SessionInfo` stores them (`inherits` as 0 or 1, `spawned_by` as
     the JSON of its `to_builtins` form). The table never shows `spawned_by`: `spawned_by=False` leaves it undecoded
     (json, and the re it imports, are for `--json` alone)."""
-    from runtime.session._rows import SESSION_COLUMNS
+    from dsh.runtime.session._rows import SESSION_COLUMNS
 
     names = SESSION_COLUMNS.split(", ")
     sessions = []
@@ -270,8 +270,8 @@ def run_fast(args: list[str]) -> bool:
     store, as_json = options
     if not as_json and not _plain_stdout():
         return False  # a terminal gets rich's styles
-    from runtime.host import existing_store_file
-    from runtime.session import read_listing
+    from dsh.runtime.host import existing_store_file
+    from dsh.runtime.session import read_listing
 
     path = existing_store_file(store)
     listing = None if path is None else read_listing(path)

@@ -147,7 +147,7 @@ def _alone(error: BaseExceptionGroup[BaseException]) -> BaseException:
 def _is_dsh_error(error: BaseException) -> bool:
     # A DshError can only have been raised once the kernel's error module is imported: looking it up in
     # sys.modules spares the commands that never load the kernel its import.
-    errors = sys.modules.get("runtime.kernel.errors")
+    errors = sys.modules.get("dsh.runtime.kernel.errors")
     return errors is not None and isinstance(error, errors.DshError)
 
 

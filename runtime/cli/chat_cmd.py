@@ -26,8 +26,16 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from runtime.agent import AGENTS, EVENT, Agent, AgentEvent, AgentOptions, assemble_context_for, last_turn_end
-from runtime.host import (
+from dsh.runtime.agent import (
+    AGENTS,
+    EVENT,
+    Agent,
+    AgentEvent,
+    AgentOptions,
+    assemble_context_for,
+    last_turn_end,
+)
+from dsh.runtime.host import (
     ConfigOption,
     CwdOption,
     Host,
@@ -40,11 +48,11 @@ from runtime.host import (
     open_host,
     resolve_session,
 )
-from runtime.kernel import DshError
-from runtime.llm import TextBlock, UserSource
-from runtime.prompt import SYSTEM_PROMPT, render_prompt
-from runtime.session import UserMessage as UserMessageEvent
-from runtime.session import is_postgres_url
+from dsh.runtime.kernel import DshError
+from dsh.runtime.llm import TextBlock, UserSource
+from dsh.runtime.prompt import SYSTEM_PROMPT, render_prompt
+from dsh.runtime.session import UserMessage as UserMessageEvent
+from dsh.runtime.session import is_postgres_url
 
 from .sessions_cmd import sessions_table
 

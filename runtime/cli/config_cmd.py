@@ -10,8 +10,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from runtime.host import HOST_SERVICES
-from runtime.kernel import check_needs, load_deployment
+from dsh.runtime.host import HOST_SERVICES
+from dsh.runtime.kernel import check_needs, load_deployment
 
 __all__ = ["config_app"]
 

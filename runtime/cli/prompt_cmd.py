@@ -2,7 +2,7 @@
 tool schemas a model request would carry (or the render error).
 
 The deployment is loaded as the `dsh` command loads it (over the host services, here a throwaway session store),
-so the `model` and `cwd` variables are the agent plugin's (`runtime.agent`), fed the same facts the loop states for
+so the `model` and `cwd` variables are the agent plugin's (`dsh.runtime.agent`), fed the same facts the loop states for
 an agent: `--model` (default: the deployment's `model:` key) and `--cwd`."""
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import anyio
 import msgspec
 import typer
 
-from runtime.host import deployment_path, hosted, scratch_store
-from runtime.kernel import load_deployment
-from runtime.prompt import (
+from dsh.runtime.host import deployment_path, hosted, scratch_store
+from dsh.runtime.kernel import load_deployment
+from dsh.runtime.prompt import (
     SYSTEM_PROMPT,
     AssembleContext,
     PromptAssembly,
@@ -56,7 +56,7 @@ def _render(assembly: PromptAssembly) -> str:
             raise
         if name not in assembly.variables:
             hint = (
-                f"{{{{{name}}}}} is registered by the agent plugin: add `{{id: agent, use: runtime.agent}}` to "
+                f"{{{{{name}}}}} is registered by the agent plugin: add `{{id: agent, use: agent}}` to "
                 "the deployment"
             )
         elif name == "model":

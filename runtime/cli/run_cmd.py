@@ -11,7 +11,7 @@ import anyio
 import typer
 from rich.console import Console
 
-from runtime.host import (
+from dsh.runtime.host import (
     ConfigOption,
     CwdOption,
     ModelOption,

@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from runtime.host import (
+from dsh.runtime.host import (
     ByteProgress,
     StoreOption,
     count_progress,
@@ -23,10 +23,10 @@ from runtime.host import (
     resolve_session,
     terminal_stderr,
 )
-from runtime.jsonlines import MAX_LINE, JsonLimits
-from runtime.kernel.errors import SessionError
-from runtime.llm import Message, ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
-from runtime.session import (
+from dsh.runtime.jsonlines import MAX_LINE, JsonLimits
+from dsh.runtime.kernel.errors import SessionError
+from dsh.runtime.llm import Message, ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
+from dsh.runtime.session import (
     AssistantMessage,
     SessionEndSeed,
     SessionInfo,

@@ -1,6 +1,6 @@
 """What every front end of dsh shares (the `dsh` command, `dsh acp` from plugins/acp, the replay driver): the host
 lifecycle over a session store, which store to open, the terminal view of an agent's events, progress bars and the
-common command options. Nothing here imports `runtime.cli`."""
+common command options. Nothing here imports `dsh.runtime.cli`."""
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the names for type checkers; at run time each is imported on first use
@@ -88,7 +88,7 @@ _LAZY = {
 """Where each public name lives: importing one submodule (or using one name) imports no other."""
 
 if not TYPE_CHECKING:  # a module __getattr__ would make type checkers accept any name
-    from runtime.lazy import lazy_attributes
+    from dsh.runtime.lazy import lazy_attributes
 
     __getattr__ = lazy_attributes(__name__, _LAZY, globals())
     del lazy_attributes

@@ -14,14 +14,21 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
-from runtime.kernel import ConfigError, Context, Deployment, ServiceKey, load_deployment, load_deployment_into
-from runtime.session import STORE, SessionStoreProtocol
+from dsh.runtime.kernel import (
+    ConfigError,
+    Context,
+    Deployment,
+    ServiceKey,
+    load_deployment,
+    load_deployment_into,
+)
+from dsh.runtime.session import STORE, SessionStoreProtocol
 
 from ._stores import open_store, resolve_session
 from ._view import TerminalView
 
 if TYPE_CHECKING:
-    from runtime.agent import Agent, AgentOptions
+    from dsh.runtime.agent import Agent, AgentOptions
 
 __all__ = [
     "CONFIG_ENV",
@@ -54,7 +61,7 @@ class Host:
         self, *, model: str | None = None, provider: str | None = None, cwd: Path | None = None
     ) -> AgentOptions:
         """Agent options: the flags first, then the deployment's `model:`/`provider:`."""
-        from runtime.agent import AgentOptions  # the agent loop loads with the deployment, not before
+        from dsh.runtime.agent import AgentOptions  # the agent loop loads with the deployment, not before
 
         return AgentOptions(
             provider=provider or self.deployment.provider,
@@ -74,7 +81,7 @@ class Host:
         """`--session ID` resumed (in its own cwd unless `--cwd`; a unique prefix of an id is enough), or a new
         session in `--cwd` or the current directory; with `out`, every agent's events are shown there as they are
         appended. An unknown session id fails here, before anything is opened."""
-        from runtime.agent import AGENTS, EVENT
+        from dsh.runtime.agent import AGENTS, EVENT
 
         if out is not None:
             self.ctx.on(EVENT, TerminalView(out).on_event)

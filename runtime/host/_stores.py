@@ -1,5 +1,5 @@
 """Which session store a front end opens: `--store PATH` (a new file in an existing directory, or an existing dsh
-store), `--store postgresql://...` (a PostgreSQL database, `runtime.session.open_store`) or the user's default
+store), `--store postgresql://...` (a PostgreSQL database, `dsh.runtime.session.open_store`) or the user's default
 (`$XDG_DATA_HOME/dsh/sessions.db`, its directories made on demand), checked before SQLite touches it, so a typo
 never creates directories or an empty database and a foreign file is a clear error. `existing_store_file` is what
 `dsh sessions list` reads before anything heavy is imported, so this module imports the stores only when it opens
@@ -13,7 +13,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from runtime.session import SessionStore, SessionStoreProtocol
+    from dsh.runtime.session import SessionStore, SessionStoreProtocol
 
 __all__ = [
     "check_store_path",
@@ -54,8 +54,8 @@ def check_store_path(path: Path) -> None:
     is not an SQLite database holding dsh's tables. A missing or empty file is a new store."""
     import sqlite3
 
-    from runtime.kernel.errors import SessionError
-    from runtime.session import SQLITE_MAGIC, STORE_TABLES
+    from dsh.runtime.kernel.errors import SessionError
+    from dsh.runtime.session import SQLITE_MAGIC, STORE_TABLES
 
     if path.is_dir():
         raise SessionError(
@@ -94,8 +94,8 @@ def open_store(store: str | Path | None, *, looking_for: str | None = None) -> S
     `SessionNotFoundError`, and creates nothing."""
     from pathlib import Path
 
-    from runtime.session import SessionNotFoundError, SessionStore, is_postgres_url
-    from runtime.session import open_store as open_store_at
+    from dsh.runtime.session import SessionNotFoundError, SessionStore, is_postgres_url
+    from dsh.runtime.session import open_store as open_store_at
 
     if store is not None and is_postgres_url(store):
         return open_store_at(store)
@@ -110,7 +110,7 @@ def open_store(store: str | Path | None, *, looking_for: str | None = None) -> S
 def scratch_store(directory: Path) -> SessionStore:
     """A throwaway store in `directory` (a temporary one the caller removes): for commands that load a deployment
     to inspect it, never to run sessions."""
-    from runtime.session import SessionStore
+    from dsh.runtime.session import SessionStore
 
     return SessionStore(directory / "sessions.db")
 
@@ -118,8 +118,8 @@ def scratch_store(directory: Path) -> SessionStore:
 def resolve_session(store: SessionStoreProtocol, given: str) -> str:
     """The id of the session `given` names: its whole id, or (as git allows) a prefix that starts exactly one
     session's id. No match is `SessionNotFoundError`; several are an error listing them."""
-    from runtime.kernel.errors import SessionError
-    from runtime.session import SessionNotFoundError
+    from dsh.runtime.kernel.errors import SessionError
+    from dsh.runtime.session import SessionNotFoundError
 
     try:
         return store.info(given).id

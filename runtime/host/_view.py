@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.markup import escape
 
-from runtime.llm import BlockEnd, ReasoningDelta, StreamChunk, TextBlock, TextDelta, ToolResultBlock
-from runtime.session import AssistantChunk, ToolCall, ToolResult, ToolResultData, TurnEnd, TurnEndData
+from dsh.runtime.llm import BlockEnd, ReasoningDelta, StreamChunk, TextBlock, TextDelta, ToolResultBlock
+from dsh.runtime.session import AssistantChunk, ToolCall, ToolResult, ToolResultData, TurnEnd, TurnEndData
 
 if TYPE_CHECKING:
-    from runtime.agent import AgentEvent
+    from dsh.runtime.agent import AgentEvent
 
 __all__ = ["TerminalView"]
 

@@ -1,14 +1,14 @@
 """The `jobs` plugin: provides the job service (`JOBS`) and, while some tool instance has background jobs enabled,
-the job tools and the jobs prompt section. Load it after `runtime.prompt` and `runtime.tools` and before any tool
+the job tools and the jobs prompt section. Load it after `dsh.runtime.prompt` and `dsh.runtime.tools` and before any tool
 plugin that enables `run_in_background`."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from runtime.kernel import ConfigError, Context, Plugin
-from runtime.prompt import SYSTEM_PROMPT
-from runtime.tools import TOOLS
+from dsh.runtime.kernel import ConfigError, Context, Plugin
+from dsh.runtime.prompt import SYSTEM_PROMPT
+from dsh.runtime.tools import TOOLS
 
 from ._service import JOBS, JobsConfig, JobService
 from ._tools import SECTION, job_tools
@@ -43,11 +43,11 @@ def _apply(ctx: Context, config: JobsConfig) -> None:
 
 def background_jobs(ctx: Context, *, tool: str) -> JobService:
     """For a tool plugin whose config enables `run_in_background`: the job service, counted as enabled until the
-    plugin unloads (the job tools exist while some plugin is). A `ConfigError` when `runtime.jobs` is not loaded."""
+    plugin unloads (the job tools exist while some plugin is). A `ConfigError` when `dsh.runtime.jobs` is not loaded."""
     if not ctx.has(JOBS):
         raise ConfigError(
-            f'"{tool}" has run_in_background enabled, which needs the job service: load runtime.jobs (after '
-            "runtime.prompt and runtime.tools) before this plugin",
+            f'"{tool}" has run_in_background enabled, which needs the job service: load `use: jobs` (after '
+            "`prompt` and `tools`) before this plugin",
             plugin=ctx.plugin_id,
             path="$.run_in_background",
         )

@@ -2,7 +2,7 @@
 did not wait for (a `bash` command run with `run_in_background`, a one-shot subagent sent off in the background). It
 belongs to that agent: it runs as the agent's background work (`Agent.start_background`), so it is cancelled, and
 its processes killed, when the agent closes, and no job outlives the process (a command runs under
-`runtime.tools.guard`'s supervisor, as every bash command does).
+`dsh.runtime.tools.guard`'s supervisor, as every bash command does).
 
 Each job has an id (`job-<n>`, numbered in its agent's log, so a re-run numbers them as the recording did), a kind
 (`stream`: its output is read as it comes, each read returning what arrived since the previous one; `final-output`:
@@ -26,10 +26,10 @@ import anyio
 import msgspec
 from anyio.abc import TaskStatus
 
-from runtime.agent import Agent
-from runtime.kernel import ServiceKey
-from runtime.llm import OtherSource, TextBlock
-from runtime.session import JobKind, JobSettled, JobSettledData, JobStarted, JobStartedData
+from dsh.runtime.agent import Agent
+from dsh.runtime.kernel import ServiceKey
+from dsh.runtime.llm import OtherSource, TextBlock
+from dsh.runtime.session import JobKind, JobSettled, JobSettledData, JobStarted, JobStartedData
 
 __all__ = [
     "JOBS",
@@ -344,4 +344,4 @@ class JobService:
 
 
 JOBS = ServiceKey[JobService]("jobs")
-"""The job service (`runtime.jobs`'s plugin provides it)."""
+"""The job service (`dsh.runtime.jobs`'s plugin provides it)."""

@@ -2,6 +2,7 @@
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the names for type checkers; at run time each is imported on first use
+    from .config import PLUGIN_GROUP as PLUGIN_GROUP
     from .config import YAML_MAX_DEPTH as YAML_MAX_DEPTH
     from .config import YAML_MAX_NODES as YAML_MAX_NODES
     from .config import Deployment as Deployment
@@ -11,6 +12,8 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from .config import decode_plugin_config as decode_plugin_config
     from .config import load_deployment as load_deployment
     from .config import load_yaml as load_yaml
+    from .config import plugin_names as plugin_names
+    from .config import plugin_target as plugin_target
     from .config import resolve_plugin as resolve_plugin
     from .context import Context as Context
     from .context import ListenerFailure as ListenerFailure
@@ -73,6 +76,9 @@ __all__ = [
     "load_deployment",
     "load_deployment_into",
     "load_yaml",
+    "PLUGIN_GROUP",
+    "plugin_names",
+    "plugin_target",
     "resolve_plugin",
 ]
 
@@ -86,6 +92,9 @@ _LAZY = {
     "decode_plugin_config": ".config",
     "load_deployment": ".config",
     "load_yaml": ".config",
+    "PLUGIN_GROUP": ".config",
+    "plugin_names": ".config",
+    "plugin_target": ".config",
     "resolve_plugin": ".config",
     "Context": ".context",
     "ListenerFailure": ".context",
@@ -116,7 +125,7 @@ _LAZY = {
 """Where each public name lives: importing one submodule (or using one name) imports no other."""
 
 if not TYPE_CHECKING:  # a module __getattr__ would make type checkers accept any name
-    from runtime.lazy import lazy_attributes
+    from dsh.runtime.lazy import lazy_attributes
 
     __getattr__ = lazy_attributes(__name__, _LAZY, globals())
     del lazy_attributes

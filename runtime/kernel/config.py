@@ -32,6 +32,9 @@ __all__ = [
     "decode_plugin_config",
     "load_deployment",
     "load_yaml",
+    "PLUGIN_GROUP",
+    "plugin_names",
+    "plugin_target",
     "resolve_plugin",
 ]
 
@@ -184,15 +187,82 @@ def _interpolate_env(value: object, *, plugin: str, path: str, env: Mapping[str,
     return value
 
 
+PLUGIN_GROUP = "dsh.plugins"
+"""The entry-point group that names plugins for deployments: `use: tool_fs` is the entry `tool_fs` in it. dsh
+registers its own there, and a third-party package adds its plugins the same way."""
+
+_OLD_PREFIXES = ("runtime.", "plugins.", "replay.")
+"""How deployments named dsh's modules before the one `dsh` namespace; such a `use:` is refused with the new name."""
+
+
+def plugin_names() -> dict[str, str]:
+    """Every short plugin name installed, with the `module:attribute` it stands for."""
+    from importlib.metadata import (
+        entry_points,
+    )  # only a deployment that names a short plugin pays for the scan
+
+    return {entry.name: entry.value for entry in entry_points(group=PLUGIN_GROUP)}
+
+
+def _top_level_module(name: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):  # a name no finder accepts is no module
+        return False
+
+
+def plugin_target(use: str, *, plugin: str = "") -> str:
+    """The `module:attribute` that `use` names: a short name from the `dsh.plugins` entry points (or, if none has
+    that name, a top-level module's `plugin`), a dotted module (its `plugin` attribute) or `module:attribute`.
+    Nothing is imported here (a top-level name's package is only looked up)."""
+    if not use or use != use.strip() or any(part == "" for part in use.partition(":")[0].split(".")):
+        raise ConfigError(
+            f"`use: {use!r}` is not a plugin name; write a short name such as `tool_fs`, a module such as "
+            '"package.module" or "package.module:attribute"',
+            plugin=plugin,
+            path="$.use",
+        )
+    if use.startswith(_OLD_PREFIXES):
+        module, _, attribute = use.partition(":")
+        new = f"dsh.{module}" + (f":{attribute}" if attribute else "")
+        short = [
+            name for name, value in plugin_names().items() if value == f"dsh.{module}:{attribute or 'plugin'}"
+        ]
+        instead = f"`use: {short[0]}` (or `use: {new}`)" if short else f"`use: {new}`"
+        raise ConfigError(
+            f"`use: {use}` is the name dsh's modules had before they moved under the `dsh` package; write {instead}",
+            plugin=plugin,
+            path="$.use",
+        )
+    if "." in use or ":" in use:
+        return use if ":" in use else f"{use}:plugin"
+    names = plugin_names()
+    if use not in names and _top_level_module(use):
+        return f"{use}:plugin"  # a project's own top-level module, as in `use: shopagent`
+    if use not in names:
+        close = difflib.get_close_matches(use, names, n=1)
+        hint = f'did you mean "{close[0]}"? ' if close else ""
+        raise ConfigError(
+            f"`use: {use}` is not an installed plugin name; {hint}installed: {', '.join(sorted(names)) or 'none'} "
+            '(or name a module: "package.module" or "package.module:attribute")',
+            plugin=plugin,
+            path="$.use",
+        )
+    return names[use]
+
+
 def resolve_plugin(use: str, *, plugin: str = "") -> Plugin[Any]:
-    """Import `module` (its `plugin` attribute) or `module:attribute`, and check it is a `Plugin`."""
-    module_name, _, attribute = use.partition(":")
-    attribute = attribute or "plugin"
+    """The `Plugin` that `use` names (see `plugin_target`), imported and checked to be one."""
+    target = plugin_target(use, plugin=plugin)
+    module_name, _, attribute = target.partition(":")
     try:
         module = importlib.import_module(module_name)
     except ImportError as error:
         raise ConfigError(
-            f'`use: {use}` does not import: {error}; expected "package.module" or "package.module:attribute"',
+            f'`use: {use}` does not import: {error}; expected a short plugin name, "package.module" or '
+            '"package.module:attribute"',
             plugin=plugin,
             path="$.use",
         ) from error

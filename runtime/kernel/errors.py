@@ -10,12 +10,12 @@ DshError
 │   ├── ServiceNotFoundError (LookupError)   ctx.get() of a service nobody provides
 │   └── ListenerError                   a waterfall listener raised; names the plugin and the event
 ├── ConfigError (ValueError)            a deployment file or a plugin config is invalid; names plugin and key path
-├── JsonLineError (ValueError)         outside JSON lines past a limit or not JSON (runtime.jsonlines)
-├── SessionError                        the session log (runtime.session)
-├── PromptError                         prompt assembly (runtime.prompt)
+├── JsonLineError (ValueError)         outside JSON lines past a limit or not JSON (dsh.runtime.jsonlines)
+├── SessionError                        the session log (dsh.runtime.session)
+├── PromptError                         prompt assembly (dsh.runtime.prompt)
 │   └── PromptRenderError (ValueError)  the strict renderer refused a template
-├── LlmError                            the model transport (runtime.llm)
-├── ToolError                           the tool registry (runtime.tools)
+├── LlmError                            the model transport (dsh.runtime.llm)
+├── ToolError                           the tool registry (dsh.runtime.tools)
 └── ReplayError                         record and replay (replay/)
 ```
 

@@ -11,7 +11,7 @@ LlmError
 
 from __future__ import annotations
 
-from runtime.kernel.errors import LlmError
+from dsh.runtime.kernel.errors import LlmError
 
 from ._chunks import LlmFailure
 

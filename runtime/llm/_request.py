@@ -40,7 +40,7 @@ class CallKey(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=T
 
     `purpose` says whose call it is: `"step"` is the agent loop's call of (`turn`, `step`), where `attempt` counts
     from 1 and a retry is the next attempt. An auxiliary call a plugin makes inside a turn names its own purpose
-    (`"compaction"`: plugins.compaction, whose README states how its `step` and `attempt` are numbered), so its
+    (`"compaction"`: dsh.plugins.compaction, whose README states how its `step` and `attempt` are numbered), so its
     numbering never collides with the loop's attempts."""
 
     turn: int

@@ -17,7 +17,7 @@ import logging
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
-from runtime.kernel import Context, Disposer, NoConfig, Plugin, ServiceKey
+from dsh.runtime.kernel import Context, Disposer, NoConfig, Plugin, ServiceKey
 
 from ._assembler import BlockAssembler
 from ._chunks import (

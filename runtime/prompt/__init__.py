@@ -1,7 +1,7 @@
-"""The system prompt: registries, scoped layers, `assemble()`, the strict renderer and the `runtime.prompt` plugin."""
+"""The system prompt: registries, scoped layers, `assemble()`, the strict renderer and the `dsh.runtime.prompt` plugin."""
 
-from runtime.kernel.errors import PromptError as PromptError
-from runtime.kernel.errors import PromptRenderError as PromptRenderError
+from dsh.runtime.kernel.errors import PromptError as PromptError
+from dsh.runtime.kernel.errors import PromptRenderError as PromptRenderError
 
 from ._errors import CompleteSectionConflictError as CompleteSectionConflictError
 from ._errors import DuplicatePromptNameError as DuplicatePromptNameError

@@ -20,7 +20,7 @@ PromptError
 
 from __future__ import annotations
 
-from runtime.kernel.errors import PromptError, PromptRenderError
+from dsh.runtime.kernel.errors import PromptError, PromptRenderError
 
 __all__ = [
     "CompleteSectionConflictError",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from runtime.kernel import Emit, Scope, Waterfall
+from dsh.runtime.kernel import Emit, Scope, Waterfall
 
 from ._types import AssembleContext, PromptAssembly
 

@@ -1,11 +1,11 @@
-"""The `runtime.prompt` plugin: its config, the harness identity text, and the two sections the service itself owns
+"""The `dsh.runtime.prompt` plugin: its config, the harness identity text, and the two sections the service itself owns
 (`harness:identity` at -100 and `deployment:persona` at 0), so they survive a swapped agent loop."""
 
 from __future__ import annotations
 
 import msgspec
 
-from runtime.kernel import Context, Plugin
+from dsh.runtime.kernel import Context, Plugin
 
 from ._service import SYSTEM_PROMPT, SystemPrompt, _Registry
 from ._tool_order import check_tool_order
@@ -24,7 +24,7 @@ PERSONA_SECTION = "deployment:persona"
 
 
 class PromptConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """Config of `runtime.prompt`.
+    """Config of `dsh.runtime.prompt`.
 
     - `persona`: the deployment's role and behaviour, a template (`{{model}}`...); section `deployment:persona`.
       The name stays reserved even when empty (an empty section is dropped at render).

@@ -7,7 +7,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from runtime.kernel.errors import PromptRenderError
+from dsh.runtime.kernel.errors import PromptRenderError
 
 from ._types import AssembledText, PromptAssembly
 

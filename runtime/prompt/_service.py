@@ -13,8 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
-from runtime.kernel import Context, Disposer, Scope, ServiceKey
-from runtime.kernel.errors import PromptError
+from dsh.runtime.kernel import Context, Disposer, Scope, ServiceKey
+from dsh.runtime.kernel.errors import PromptError
 
 from ._errors import (
     CompleteSectionConflictError,

@@ -12,7 +12,7 @@ import msgspec
 from ._frozen import freeze_parameters
 
 if TYPE_CHECKING:
-    from runtime.kernel import Context, Scope
+    from dsh.runtime.kernel import Context, Scope
 
 __all__ = [
     "AssembleContext",
@@ -35,7 +35,7 @@ class AssembleContext:
     - `ctx`: the (scoped) context of the agent being assembled for. Its scope selects the layers to merge, and the
       `system-prompt/assemble` waterfall runs through it, so listeners registered in that scope (or an ancestor) run
       and listeners of other scopes do not. `None` means the global layer and untagged listeners only.
-    - `agent`: the agent being assembled for (a `runtime.agent.Agent`; typed `object` here, since the prompt does
+    - `agent`: the agent being assembled for (a `dsh.runtime.agent.Agent`; typed `object` here, since the prompt does
       not know who assembles). Providers project their facts from it: the agent plugin's `{{model}}` is its
       `options.model` and `{{cwd}}` its workspace. `assemble_context_for(agent)` sets `ctx` to `agent.ctx`.
     - `facts`: facts stated by a caller that has no agent (`dsh prompt`: `model`, `cwd`). A provider that
@@ -123,7 +123,7 @@ class ToolSet(msgspec.Struct, frozen=True):
 
 ToolProvider = Callable[[AssembleContext], ToolSet] | Callable[[], ToolSet]
 """Supplies tool schemas per assembly (a function of the assemble context, or of nothing); the tool registry
-(runtime.tools) is one."""
+(dsh.runtime.tools) is one."""
 
 
 class AssembledText(msgspec.Struct, frozen=True):

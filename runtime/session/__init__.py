@@ -395,7 +395,7 @@ _LAZY = {
 """Where each public name lives: importing one submodule (or using one name) imports no other."""
 
 if not TYPE_CHECKING:  # a module __getattr__ would make type checkers accept any name
-    from runtime.lazy import lazy_attributes
+    from dsh.runtime.lazy import lazy_attributes
 
     __getattr__ = lazy_attributes(__name__, _LAZY, globals())
     del lazy_attributes

@@ -1,10 +1,10 @@
-"""The session log's errors, all under `runtime.kernel.errors.SessionError`; each carries a stable `code`."""
+"""The session log's errors, all under `dsh.runtime.kernel.errors.SessionError`; each carries a stable `code`."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from runtime.kernel.errors import SessionError
+from dsh.runtime.kernel.errors import SessionError
 
 __all__ = [
     "InvalidBoundaryError",

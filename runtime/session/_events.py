@@ -1,4 +1,4 @@
-"""The wire model of format version 0: the header, one frozen Struct per event type (typed with runtime.llm's
+"""The wire model of format version 0: the header, one frozen Struct per event type (typed with dsh.runtime.llm's
 messages, blocks, chunks, usage and failures), the one tag -> type table every reader decodes through, and
 `StoredEvent`, an event exactly as written beside its typed value.
 
@@ -18,9 +18,9 @@ from typing import Any, Literal
 
 import msgspec
 
-from runtime.llm import AssistantBlock, LlmFailure, StreamChunk, TextBlock, TokenUsage, ToolSpec
-from runtime.llm import AssistantMessage as ModelReply
-from runtime.llm import UserMessage as UserTurnMessage
+from dsh.runtime.llm import AssistantBlock, LlmFailure, StreamChunk, TextBlock, TokenUsage, ToolSpec
+from dsh.runtime.llm import AssistantMessage as ModelReply
+from dsh.runtime.llm import UserMessage as UserTurnMessage
 
 __all__ = [
     "AbortKind",
@@ -313,7 +313,7 @@ class BracketData(_Wire, frozen=True, kw_only=True):
 class SummaryData(_Wire, frozen=True, kw_only=True):
     """`compaction/summary`: the summary, the summariser's complete output (`llmStreamCall`: one `LlmRuntime.stream()`
     call produced `rawOutput`, and replay serves it), the shadowed nodes, their estimated token count and the call's
-    provider, model, `maxTokens` and usage. Every field is optional (see `BracketData`); plugins.compaction writes
+    provider, model, `maxTokens` and usage. Every field is optional (see `BracketData`); dsh.plugins.compaction writes
     them all."""
 
     compaction_id: str | None = None

@@ -11,8 +11,8 @@ from typing import Any, BinaryIO
 
 import msgspec
 
-from runtime.jsonlines import JsonLimits, JsonLineError, check_value, read_lines
-from runtime.llm import CallId, ReasoningDelta, TextDelta, ToolCallDelta
+from dsh.runtime.jsonlines import JsonLimits, JsonLineError, check_value, read_lines
+from dsh.runtime.llm import CallId, ReasoningDelta, TextDelta, ToolCallDelta
 
 from ._errors import LogFormatError, LogRuleError, UnsupportedVersionError
 from ._events import (

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import msgspec
 
-from runtime.llm import Message
+from dsh.runtime.llm import Message
 
 from ._events import (
     SURFACE_TYPES,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Iterator
 from typing import Any, Protocol, Self
 
-from runtime.kernel import ServiceKey
+from dsh.runtime.kernel import ServiceKey
 
 from ._events import StoredEvent
 from ._services import Clock, IdMinter, SessionId

@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from runtime.llm import CallId, MessageId, TextBlock, ToolResultBlock, ToolSource
-from runtime.llm import UserMessage as ResultMessage
+from dsh.runtime.llm import CallId, MessageId, TextBlock, ToolResultBlock, ToolSource
+from dsh.runtime.llm import UserMessage as ResultMessage
 
 from ._events import (
     EmptyData,

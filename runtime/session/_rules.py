@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from runtime.llm import (
+from dsh.runtime.llm import (
     Message,
     PluginSource,
     TextBlock,

@@ -10,7 +10,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from runtime.jsonlines import MAX_DEPTH, JsonLineError, check_depth
+from dsh.runtime.jsonlines import MAX_DEPTH, JsonLineError, check_depth
 
 from .definition import ToolDefinitionError, ToolResult
 

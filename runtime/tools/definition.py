@@ -9,11 +9,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from runtime.kernel import Context
-from runtime.kernel.errors import ToolError
+from dsh.runtime.kernel import Context
+from dsh.runtime.kernel.errors import ToolError
 
 if TYPE_CHECKING:
-    from runtime.session import SessionLog
+    from dsh.runtime.session import SessionLog
 
 __all__ = ["TOOL_NAME", "Tool", "ToolCall", "ToolContext", "ToolResult", "ToolDefinitionError"]
 
@@ -59,7 +59,7 @@ class ToolContext:
 
     When the agent loop runs the call, `log` is the session's log (a tool that records a fact of its own, such as
     `todo/write`, appends it there), `turn` and `step` locate the call, and `agent` is the calling
-    `runtime.agent.Agent` (subagent tools fork and spawn from it). Outside a loop they are None / 0.
+    `dsh.runtime.agent.Agent` (subagent tools fork and spawn from it). Outside a loop they are None / 0.
 
     Cancellation arrives as anyio cancellation of the task running `execute`; a tool that must clean up does so in
     `finally` (with a shielded cancel scope for awaits).

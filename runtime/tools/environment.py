@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from runtime.kernel import Context, Disposer, ServiceKey
+from dsh.runtime.kernel import Context, Disposer, ServiceKey
 
 __all__ = ["CREDENTIAL_PATTERNS", "TOOL_ENV", "EnvPolicy", "ToolEnvironment"]
 

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 import anyio
 
-from runtime.kernel import Context, Disposer, NoConfig, Plugin, Scope, ServiceKey, Waterfall
-from runtime.kernel.errors import ToolError
-from runtime.prompt import SYSTEM_PROMPT, AssembleContext, ToolSchema, ToolSet
+from dsh.runtime.kernel import Context, Disposer, NoConfig, Plugin, Scope, ServiceKey, Waterfall
+from dsh.runtime.kernel.errors import ToolError
+from dsh.runtime.prompt import SYSTEM_PROMPT, AssembleContext, ToolSchema, ToolSet
 
 from .arguments import ArgumentValidator
 from .definition import Execute, Tool, ToolCall, ToolContext, ToolResult

@@ -1,4 +1,4 @@
-"""A host for tool plugins as a deployment loads them (`runtime.prompt`, then `runtime.tools`), and what the model
+"""A host for tool plugins as a deployment loads them (`dsh.runtime.prompt`, then `dsh.runtime.tools`), and what the model
 sees of it: the rendered system prompt and the tool schemas."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ from typing import Any
 import anyio
 import msgspec
 
-from runtime.kernel import Context, Plugin
-from runtime.prompt import SYSTEM_PROMPT, AssembleContext, PromptSection, render_prompt
-from runtime.prompt import plugin as prompt_plugin
-from runtime.tools import TOOLS
-from runtime.tools import plugin as tools_plugin
+from dsh.runtime.kernel import Context, Plugin
+from dsh.runtime.prompt import SYSTEM_PROMPT, AssembleContext, PromptSection, render_prompt
+from dsh.runtime.prompt import plugin as prompt_plugin
+from dsh.runtime.tools import TOOLS
+from dsh.runtime.tools import plugin as tools_plugin
 
 
 def tool_host() -> Context:
@@ -35,7 +35,7 @@ def registries(ctx: Context) -> tuple[object, object]:
 
 
 def load_and_view(plugin: Plugin[Any], config: object = None) -> tuple[str, list[dict[str, Any]]]:
-    """What the model sees of a deployment of `runtime.prompt`, `runtime.tools` and `plugin` alone."""
+    """What the model sees of a deployment of `dsh.runtime.prompt`, `dsh.runtime.tools` and `plugin` alone."""
     ctx = tool_host()
     ctx.plugin(plugin, config)
     return model_view(ctx)

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from runtime.llm import (
+from dsh.runtime.llm import (
     BlockEnd,
     BlockStart,
     Finish,
@@ -19,7 +19,7 @@ from runtime.llm import (
     TextDelta,
     encode_chunk,
 )
-from runtime.session import SessionId, SessionInfo, SpawnedBy, StoredEvent, SurfaceOp, write_jsonl
+from dsh.runtime.session import SessionId, SessionInfo, SpawnedBy, StoredEvent, SurfaceOp, write_jsonl
 
 HARNESS = Path(__file__).resolve().parents[2] / "fixtures" / "harness"
 PROVIDER = "deepseek-official"

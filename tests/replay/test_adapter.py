@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from replay import (
+from dsh.replay import (
     Recording,
     RecordingEnded,
     ReplayAdapter,
@@ -26,7 +26,7 @@ from replay import (
     load_recording,
     read_log,
 )
-from runtime.llm import (
+from dsh.runtime.llm import (
     AssistantBlock,
     BlockEnd,
     BlockStart,
@@ -43,7 +43,7 @@ from runtime.llm import (
     TextDelta,
     encode_chunk,
 )
-from runtime.session import SessionId, SessionInfo, SessionStore, SpawnedBy
+from dsh.runtime.session import SessionId, SessionInfo, SessionStore, SpawnedBy
 from tests.strategies import valid_calls
 
 from .logs import HARNESS, PROVIDER, LogBuilder, text_call

@@ -14,8 +14,8 @@ from rich.console import Console
 from syrupy.assertion import SnapshotAssertion
 from typer.testing import CliRunner, Result
 
-from replay import ScriptError, discover, replay_app
-from replay._batch import Report, holds_many, replay_all
+from dsh.replay import ScriptError, discover, replay_app
+from dsh.replay._batch import Report, holds_many, replay_all
 
 from .logs import HARNESS
 

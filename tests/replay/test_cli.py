@@ -13,8 +13,8 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 from typer.testing import CliRunner
 
-from replay import replay_app
-from runtime.session import SessionStore, import_jsonl
+from dsh.replay import replay_app
+from dsh.runtime.session import SessionStore, import_jsonl
 from tests.runtime.cli.helpers import DSH, plain_env
 
 from .logs import HARNESS
@@ -32,7 +32,7 @@ def inspect(*args: str) -> str:
 
 def dsh(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-c", "from runtime.cli import main; main()", *args],
+        [sys.executable, "-c", "from dsh.runtime.cli import main; main()", *args],
         capture_output=True,
         text=True,
         cwd=ROOT,

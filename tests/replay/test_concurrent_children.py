@@ -17,9 +17,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from replay import golden_jsonl, load_scenario, read_log, rerun, skeleton
-from runtime.agent import AGENTS, AgentOptions
-from runtime.kernel import (
+from dsh.replay import golden_jsonl, load_scenario, read_log, rerun, skeleton
+from dsh.runtime.agent import AGENTS, AgentOptions
+from dsh.runtime.kernel import (
     Context,
     Deployment,
     NoConfig,
@@ -29,8 +29,16 @@ from runtime.kernel import (
     load_deployment,
     load_deployment_into,
 )
-from runtime.llm import LLM, LlmRequest, StreamChunk
-from runtime.session import STORE, CountingIds, FixedClock, SessionInfo, SessionStore, SpawnedBy, write_jsonl
+from dsh.runtime.llm import LLM, LlmRequest, StreamChunk
+from dsh.runtime.session import (
+    STORE,
+    CountingIds,
+    FixedClock,
+    SessionInfo,
+    SessionStore,
+    SpawnedBy,
+    write_jsonl,
+)
 from tests.runtime.agent.harness import ScriptedAdapter, calls, text
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -93,7 +101,7 @@ def scripted_deployment(
 
     model = Plugin(name="scripted", apply=register, needs=(LLM,))
     entries = tuple(
-        PluginEntry("scripted", "tests", model, NoConfig(), None) if e.use == "plugins.llm_openai" else e
+        PluginEntry("scripted", "tests", model, NoConfig(), None) if e.plugin.name == "llm_openai" else e
         for e in deployment.plugins
     )
     return Deployment(deployment.path, entries)

@@ -8,7 +8,7 @@ from pathlib import Path
 import anyio
 import msgspec
 
-from replay import Rerun, Scenario, golden_jsonl, load_scenario, rerun
+from dsh.replay import Rerun, Scenario, golden_jsonl, load_scenario, rerun
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"
 

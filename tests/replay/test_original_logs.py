@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from replay import derive_entries, derive_script, discover, load_overrides, read_log, recorded_turns
+from dsh.replay import derive_entries, derive_script, discover, load_overrides, read_log, recorded_turns
 
 from .logs import HARNESS
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from replay import (
+from dsh.replay import (
     Hang,
     HangOverride,
     OverrideError,
@@ -22,7 +22,7 @@ from replay import (
     parse_overrides,
     read_log,
 )
-from runtime.llm import (
+from dsh.runtime.llm import (
     BlockStart,
     CallKey,
     Finish,

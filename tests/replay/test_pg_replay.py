@@ -9,12 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from replay._skeleton import skeleton
-from replay._source import read_log
-from runtime.session import open_store
+from dsh.replay._skeleton import skeleton
+from dsh.replay._source import read_log
+from dsh.runtime.session import open_store
 
 ROOT = Path(__file__).resolve().parents[2]
-DSH = [sys.executable, "-c", "from runtime.cli import main; main()"]
+DSH = [sys.executable, "-c", "from dsh.runtime.cli import main; main()"]
 SCENARIO = ROOT / "fixtures" / "harness" / "bash-tool-turn"
 
 

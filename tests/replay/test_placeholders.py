@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from replay._placeholders import CWD_PLACEHOLDER, split_like, with_cwd
-from runtime.llm import (
+from dsh.replay._placeholders import CWD_PLACEHOLDER, split_like, with_cwd
+from dsh.runtime.llm import (
     BlockAssembler,
     BlockEnd,
     BlockStart,

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from replay import REPLAY, ReplayAdapter, ScriptError
-from replay import plugin as replay_plugin
-from runtime.kernel import ConfigError, Context
-from runtime.llm import LLM, CallKey, Finish, FinishStop, LlmRequest
-from runtime.llm import plugin as llm_plugin
-from runtime.session import STORE, SessionStore
+from dsh.replay import REPLAY, ReplayAdapter, ScriptError
+from dsh.replay import plugin as replay_plugin
+from dsh.runtime.kernel import ConfigError, Context
+from dsh.runtime.llm import LLM, CallKey, Finish, FinishStop, LlmRequest
+from dsh.runtime.llm import plugin as llm_plugin
+from dsh.runtime.session import STORE, SessionStore
 
 from .logs import HARNESS, PROVIDER, LogBuilder, text_call
 

@@ -19,7 +19,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 import syrupy
 
-from replay import record_scenario
+from dsh.replay import record_scenario
 
 pytest_plugins = ["pytester"]
 
@@ -31,8 +31,8 @@ import os
 
 import httpx
 
-from runtime.kernel import Plugin
-from runtime.tools import TOOLS, Tool
+from dsh.runtime.kernel import Plugin
+from dsh.runtime.tools import TOOLS, Tool
 
 PRICES = {"apple": 3, "pear": 5}
 
@@ -61,11 +61,11 @@ plugin = Plugin(name="shop", apply=_apply, needs=(TOOLS,))
 
 DEPLOYMENT = """
 plugins:
-  - {id: prompt, use: runtime.prompt, config: {persona: "You are a shop assistant working in {{cwd}}."}}
-  - {id: tools, use: runtime.tools}
-  - {id: llm, use: runtime.llm}
-  - {id: llm-openai, use: plugins.llm_openai}
-  - {id: agent, use: runtime.agent}
+  - {id: prompt, use: prompt, config: {persona: "You are a shop assistant working in {{cwd}}."}}
+  - {id: tools, use: tools}
+  - {id: llm, use: llm}
+  - {id: llm-openai, use: llm_openai}
+  - {id: agent, use: agent}
   - {id: shop, use: shopagent}
 """
 
@@ -367,8 +367,8 @@ def test_collecting_scenarios_imports_nothing_that_replays_them(goldened: Path) 
     code = (
         "import sys\nimport pytest\n"
         "pytest.main(['-q', '-p', 'no:cacheprovider', '-p', 'no:randomly', '-p', 'no:xdist', '--collect-only'])\n"
-        "heavy = ('msgspec', 'yaml', 'jsonschema', 'runtime.session', 'runtime.kernel', 'runtime.agent', "
-        "'replay._rerun', 'replay._scenario', 'plugins.')\n"
+        "heavy = ('msgspec', 'yaml', 'jsonschema', 'dsh.runtime.session', 'dsh.runtime.kernel', 'dsh.runtime.agent', "
+        "'dsh.replay._rerun', 'dsh.replay._scenario', 'plugins.')\n"
         "print(sorted(m for m in sys.modules if m.startswith(heavy)))\n"
     )
     env = {key: value for key, value in os.environ.items() if not key.startswith("PYTEST_XDIST")}
@@ -434,8 +434,8 @@ def test_dsh_record_re_records_against_the_live_route_then_replays(
         deployment.write_text(
             "provider: local\nmodel: shop-model\n"
             + deployment.read_text().replace(
-                "{id: llm-openai, use: plugins.llm_openai}",
-                f"{{id: llm-openai, use: plugins.llm_openai, config: {{providers: [{route}]}}}}",
+                "{id: llm-openai, use: llm_openai}",
+                f"{{id: llm-openai, use: llm_openai, config: {{providers: [{route}]}}}}",
             )
         )
         skipped = run(pytester, "--dsh-record", "-rs", "scenarios/price")
@@ -521,9 +521,9 @@ def test_the_plugin_imports_nothing_heavy_until_a_project_opts_in(tmp_path: Path
     code = (
         "import sys\nimport pytest\n"
         "code = pytest.main(['-q', '-p', 'no:cacheprovider', '-p', 'no:randomly', '-p', 'no:xdist'])\n"
-        "heavy = ('msgspec', 'yaml', 'sqlite_utils', 'runtime.session', 'runtime.kernel.config', "
-        "'replay._rerun', 'replay._scenario', 'replay._cli')\n"
-        "assert 'replay._pytest_plugin' in sys.modules\n"
+        "heavy = ('msgspec', 'yaml', 'sqlite_utils', 'dsh.runtime.session', 'dsh.runtime.kernel.config', "
+        "'dsh.replay._rerun', 'dsh.replay._scenario', 'dsh.replay._cli')\n"
+        "assert 'dsh.replay._pytest_plugin' in sys.modules\n"
         "print(sorted(m for m in sys.modules if m.startswith(heavy)))\n"
     )
     (tmp_path / "test_nothing.py").write_text("def test_nothing() -> None:\n    pass\n", encoding="utf-8")

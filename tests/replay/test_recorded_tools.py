@@ -13,12 +13,12 @@ from pathlib import Path
 import anyio
 import pytest
 
-from plugins.tool_web import plugin as web_plugin
-from replay import Rerun, load_scenario, rerun
-from runtime.kernel import Context
-from runtime.prompt import plugin as prompt_plugin
-from runtime.tools import TOOLS
-from runtime.tools import plugin as tools_plugin
+from dsh.plugins.tool_web import plugin as web_plugin
+from dsh.replay import Rerun, load_scenario, rerun
+from dsh.runtime.kernel import Context
+from dsh.runtime.prompt import plugin as prompt_plugin
+from dsh.runtime.tools import TOOLS
+from dsh.runtime.tools import plugin as tools_plugin
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"
 REFUSED = FIXTURES / "authored" / "web-fetch-refused"

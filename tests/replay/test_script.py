@@ -9,7 +9,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from replay import (
+from dsh.replay import (
     ScriptError,
     derive_entries,
     derive_script,
@@ -18,7 +18,7 @@ from replay import (
     recorded_turns,
     stored_log,
 )
-from runtime.llm import (
+from dsh.runtime.llm import (
     BlockEnd,
     BlockStart,
     CallKey,
@@ -32,7 +32,7 @@ from runtime.llm import (
     TokenUsage,
     UsageChunk,
 )
-from runtime.session import SessionStore, SpawnedBy, import_jsonl
+from dsh.runtime.session import SessionStore, SpawnedBy, import_jsonl
 
 from .logs import HARNESS, PROVIDER, LogBuilder, text_call
 

@@ -1,4 +1,4 @@
-"""`runtime.jsonlines`: lines read under a length limit, values decoded under depth and integer-range limits, and
+"""`dsh.runtime.jsonlines`: lines read under a length limit, values decoded under depth and integer-range limits, and
 the JSON-RPC line transport over anyio byte streams (a server answers what is malformed, a client skips it)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import msgspec
 import pytest
 from anyio.abc import ByteReceiveStream, ByteSendStream
 
-from runtime.jsonlines import (
+from dsh.runtime.jsonlines import (
     JsonLimits,
     JsonLineError,
     JsonLinesTransport,

@@ -1,5 +1,5 @@
 """`dsh acp` end to end: the server as a subprocess, the agent-client-protocol SDK's client driving it, and the
-model served by a loopback OpenAI-compatible server through plugins.llm_openai."""
+model served by a loopback OpenAI-compatible server through dsh.plugins.llm_openai."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from acp.schema import (
     UserMessageChunk,
 )
 
-from runtime.session import SessionStore
+from dsh.runtime.session import SessionStore
 from tests.plugins.acp.harness import Recorder, dsh_acp, kinds, text_of, write_deployment
 from tests.plugins.llm_openai.loopback import Reply, loopback
 from tests.runtime.cli.helpers import DSH, answer, bash_call, partial_then_hang, plain_env

@@ -19,10 +19,10 @@ from acp.schema import (
     UserMessageChunk,
 )
 
-from plugins.acp import SessionUpdates, stop_reason, tool_kind, tool_title
-from runtime.agent import OutcomeKind, TurnOutcome
-from runtime.llm import LlmFailure
-from runtime.session import StoredEvent
+from dsh.plugins.acp import SessionUpdates, stop_reason, tool_kind, tool_title
+from dsh.runtime.agent import OutcomeKind, TurnOutcome
+from dsh.runtime.llm import LlmFailure
+from dsh.runtime.session import StoredEvent
 
 
 def event(kind: str, data: dict[str, Any], seq: int = 0) -> StoredEvent:

@@ -11,11 +11,11 @@ from typing import Any
 
 import msgspec
 
-from plugins import compaction
-from runtime.kernel import Context
-from runtime.llm import LlmRequest, StreamChunk, TokenUsage, UsageChunk
-from runtime.session import STORE, SessionStoreProtocol
-from runtime.tools import Tool, ToolContext, ToolResult
+from dsh.plugins import compaction
+from dsh.runtime.kernel import Context
+from dsh.runtime.llm import LlmRequest, StreamChunk, TokenUsage, UsageChunk
+from dsh.runtime.session import STORE, SessionStoreProtocol
+from dsh.runtime.tools import Tool, ToolContext, ToolResult
 from tests.runtime.agent.harness import ScriptedAdapter, Step, host
 
 METER = compaction.TokenMeter()

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from plugins.compaction import COMPACTION_PURPOSE, Config
-from runtime.agent import AGENTS
-from runtime.llm import LlmRequest, StreamChunk, TextBlock, ToolResultBlock, UserMessage
-from runtime.session import STORE
+from dsh.plugins.compaction import COMPACTION_PURPOSE, Config
+from dsh.runtime.agent import AGENTS
+from dsh.runtime.llm import LlmRequest, StreamChunk, TextBlock, ToolResultBlock, UserMessage
+from dsh.runtime.session import STORE
 from tests.runtime.agent.harness import OPTIONS, calls, text
 
 from .harness import MeteredModel, blob_tool, compaction_host, estimate

@@ -9,9 +9,9 @@ import msgspec
 from hypothesis import given
 from hypothesis import strategies as st
 
-from plugins.compaction import Calibration, TokenMeter
-from plugins.compaction._plan import Node, cut_points, retained_cut, transcript
-from runtime.llm import (
+from dsh.plugins.compaction import Calibration, TokenMeter
+from dsh.plugins.compaction._plan import Node, cut_points, retained_cut, transcript
+from dsh.runtime.llm import (
     AssistantBlock,
     AssistantMessage,
     CallId,

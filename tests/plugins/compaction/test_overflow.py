@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from plugins.compaction import COMPACTION_PURPOSE, Config
-from runtime.agent import AGENTS
-from runtime.llm import CallKey
-from runtime.session import STORE, write_jsonl
-from runtime.tools import Tool, ToolContext
+from dsh.plugins.compaction import COMPACTION_PURPOSE, Config
+from dsh.runtime.agent import AGENTS
+from dsh.runtime.llm import CallKey
+from dsh.runtime.session import STORE, write_jsonl
+from dsh.runtime.tools import Tool, ToolContext
 from tests.runtime.agent.harness import OPTIONS, ScriptedAdapter, calls, failure, text
 
 from .harness import MeteredScript, blob_tool, compaction_host

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from plugins import compaction
-from plugins.compaction import COMPACTION, Calibration, Config
-from runtime.agent import AGENTS
-from runtime.kernel import ConfigError
-from runtime.llm import PluginSource, TextBlock, UserMessage
-from runtime.prompt import SYSTEM_PROMPT, PromptContext
-from runtime.session import STORE
+from dsh.plugins import compaction
+from dsh.plugins.compaction import COMPACTION, Calibration, Config
+from dsh.runtime.agent import AGENTS
+from dsh.runtime.kernel import ConfigError
+from dsh.runtime.llm import PluginSource, TextBlock, UserMessage
+from dsh.runtime.prompt import SYSTEM_PROMPT, PromptContext
+from dsh.runtime.session import STORE
 from tests.runtime.agent.harness import OPTIONS, ScriptedAdapter, calls, host, text
 
 from .harness import MeteredScript, blob_tool, compaction_host

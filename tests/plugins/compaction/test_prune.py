@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from plugins.compaction import Config
-from runtime.agent import AGENTS
-from runtime.llm import TextBlock, ToolResultBlock, UserMessage
-from runtime.session import STORE, Replace
+from dsh.plugins.compaction import Config
+from dsh.runtime.agent import AGENTS
+from dsh.runtime.llm import TextBlock, ToolResultBlock, UserMessage
+from dsh.runtime.session import STORE, Replace
 from tests.runtime.agent.harness import OPTIONS, calls, text
 
 from .harness import MeteredScript, blob_tool, compaction_host, data

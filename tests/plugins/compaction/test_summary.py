@@ -10,15 +10,15 @@ import anyio
 import msgspec
 import pytest
 
-from plugins.compaction import (
+from dsh.plugins.compaction import (
     CHECKPOINT_PREAMBLE,
     COMPACTION,
     COMPACTION_PURPOSE,
     EMPTY_SUMMARY,
     Config,
 )
-from runtime.agent import AGENTS, EVENT, AgentEvent
-from runtime.llm import (
+from dsh.runtime.agent import AGENTS, EVENT, AgentEvent
+from dsh.runtime.llm import (
     AssistantMessage,
     CallKey,
     LlmRequest,
@@ -29,7 +29,7 @@ from runtime.llm import (
     ToolResultBlock,
     UserMessage,
 )
-from runtime.session import PROJECTED_TYPES, STORE, project
+from dsh.runtime.session import PROJECTED_TYPES, STORE, project
 from tests.runtime.agent.harness import OPTIONS, Step, calls, event_types, failure, text
 
 from .harness import MeteredScript, blob_tool, compaction_host, data, estimate

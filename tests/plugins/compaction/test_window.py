@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from plugins.compaction import COMPACTION, Config
-from runtime.agent import AGENTS
-from runtime.session import STORE
+from dsh.plugins.compaction import COMPACTION, Config
+from dsh.runtime.agent import AGENTS
+from dsh.runtime.session import STORE
 from tests.runtime.agent.harness import MODEL, OPTIONS, calls, text
 
 from .harness import MeteredScript, blob_tool, compaction_host

@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from contextlib import aclosing
 from typing import Any
 
-from plugins.llm_openai import OpenAICompatibleAdapter, ProviderConfig
-from runtime.llm import LlmRequest, LlmRuntime, MessageId, StreamChunk, TextBlock, UserMessage
+from dsh.plugins.llm_openai import OpenAICompatibleAdapter, ProviderConfig
+from dsh.runtime.llm import LlmRequest, LlmRuntime, MessageId, StreamChunk, TextBlock, UserMessage
 
 KEY = "sk-test-SECRET-0123456789"
 ENV = {"TEST_KEY": KEY}

@@ -12,9 +12,9 @@ import anyio
 import httpx
 import pytest
 
-from plugins.llm_openai import OpenAICompatibleAdapter
-from plugins.llm_openai._sse import MAX_EVENT_BYTES
-from runtime.llm import (
+from dsh.plugins.llm_openai import OpenAICompatibleAdapter
+from dsh.plugins.llm_openai._sse import MAX_EVENT_BYTES
+from dsh.runtime.llm import (
     BlockEnd,
     Finish,
     FinishError,

@@ -6,10 +6,10 @@ from contextlib import aclosing
 
 import pytest
 
-from plugins.llm_openai import DEEPSEEK, Config, OpenAICompatibleAdapter
-from plugins.llm_openai import plugin as openai_plugin
-from runtime.kernel import ConfigError, Context
-from runtime.llm import (
+from dsh.plugins.llm_openai import DEEPSEEK, Config, OpenAICompatibleAdapter
+from dsh.plugins.llm_openai import plugin as openai_plugin
+from dsh.runtime.kernel import ConfigError, Context
+from dsh.runtime.llm import (
     LLM,
     Finish,
     FinishError,
@@ -20,7 +20,7 @@ from runtime.llm import (
     TextBlock,
     UserMessage,
 )
-from runtime.llm import plugin as llm_plugin
+from dsh.runtime.llm import plugin as llm_plugin
 
 
 def loaded_context() -> Context:

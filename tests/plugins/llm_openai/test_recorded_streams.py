@@ -9,7 +9,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from runtime.llm import BlockAssembler, MessageId
+from dsh.runtime.llm import BlockAssembler, MessageId
 from tests.runtime.llm.harness import ALL_CALLS, Call
 
 from .helpers import call as wire_call

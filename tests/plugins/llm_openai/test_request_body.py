@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from runtime.llm import (
+from dsh.runtime.llm import (
     AssistantMessage,
     CallConfig,
     CallId,

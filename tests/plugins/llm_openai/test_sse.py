@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from plugins.llm_openai._sse import SseDecoder, SseEventTooLarge
+from dsh.plugins.llm_openai._sse import SseDecoder, SseEventTooLarge
 
 payloads = st.lists(
     st.text(st.characters(codec="utf-8", exclude_characters="\r\n"), min_size=1, max_size=20),

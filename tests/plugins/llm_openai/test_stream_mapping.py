@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from runtime.llm import (
+from dsh.runtime.llm import (
     BlockEnd,
     BlockStart,
     Finish,
@@ -22,7 +22,7 @@ from runtime.llm import (
     ToolCallDelta,
     UsageChunk,
 )
-from runtime.llm import CallId as Id
+from dsh.runtime.llm import CallId as Id
 
 from .helpers import call, collect, usage, wire
 from .loopback import Reply, data, loopback, sse

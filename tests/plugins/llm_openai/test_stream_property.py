@@ -14,8 +14,8 @@ import httpx
 from hypothesis import given
 from hypothesis import strategies as st
 
-from plugins.llm_openai import OpenAICompatibleAdapter
-from runtime.llm import BlockAssembler, BlockEnd, BlockStart, Finish, LlmRuntime, StreamChunk
+from dsh.plugins.llm_openai import OpenAICompatibleAdapter
+from dsh.runtime.llm import BlockAssembler, BlockEnd, BlockStart, Finish, LlmRuntime, StreamChunk
 
 from .helpers import ENV, call, hello, route, usage, wire
 

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from plugins.retry import RetryConfig, delay_ms, plugin
-from runtime.agent import AGENTS, EVENT, AgentEvent
-from runtime.llm import LlmFailure
-from runtime.session import STORE
+from dsh.plugins.retry import RetryConfig, delay_ms, plugin
+from dsh.runtime.agent import AGENTS, EVENT, AgentEvent
+from dsh.runtime.llm import LlmFailure
+from dsh.runtime.session import STORE
 from tests.runtime.agent.harness import OPTIONS, ScriptedAdapter, event_types, failure, host, text
 
 SERVER = LlmFailure(message="boom", code="SERVER")

@@ -10,11 +10,11 @@ from typing import Any
 
 import msgspec
 
-from plugins import subagent, tool_subagent
-from runtime.kernel import Context
-from runtime.llm import LlmRequest
-from runtime.session import SessionStore, SessionStoreProtocol, SpawnedBy
-from runtime.tools import Tool
+from dsh.plugins import subagent, tool_subagent
+from dsh.runtime.kernel import Context
+from dsh.runtime.llm import LlmRequest
+from dsh.runtime.session import SessionStore, SessionStoreProtocol, SpawnedBy
+from dsh.runtime.tools import Tool
 from tests.runtime.agent.harness import ScriptedAdapter, host
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -29,7 +29,7 @@ def subagent_host(
     max_depth: int = 3,
     tool_list: Sequence[Tool] = (),
 ) -> Iterator[Context]:
-    """The agent-loop host with `plugins.subagent` (service, `spawn`, `fork`) and the `subagent` and
+    """The agent-loop host with `dsh.plugins.subagent` (service, `spawn`, `fork`) and the `subagent` and
     `subagent_fork` tools."""
     with host(tmp_path, adapter, tool_list=tool_list) as ctx:
         ctx.plugin(subagent.plugin, {"max_depth": max_depth})

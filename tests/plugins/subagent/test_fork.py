@@ -13,10 +13,10 @@ from typing import Any
 import anyio
 import pytest
 
-from runtime.agent import AGENTS
-from runtime.llm import LlmRequest, StreamChunk, TextBlock, UserMessage, decode_chunk
-from runtime.session import STORE, export_jsonl, import_jsonl
-from runtime.tools import Tool, ToolContext
+from dsh.runtime.agent import AGENTS
+from dsh.runtime.llm import LlmRequest, StreamChunk, TextBlock, UserMessage, decode_chunk
+from dsh.runtime.session import STORE, export_jsonl, import_jsonl
+from dsh.runtime.tools import Tool, ToolContext
 from tests.runtime.agent.harness import OPTIONS, ScriptedAdapter, calls, text
 from tests.runtime.llm.harness import recorded_calls
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from plugins import subagent
-from plugins.subagent import (
+from dsh.plugins import subagent
+from dsh.plugins.subagent import (
     PROVIDER_ADDED,
     PROVIDER_REMOVED,
     SUBAGENTS,
@@ -19,8 +19,8 @@ from plugins.subagent import (
     SubagentRequest,
     SubagentRun,
 )
-from runtime.agent import AGENTS
-from runtime.kernel import ConfigError, Context, ListenerError, ListenerFailure, NoConfig, Plugin
+from dsh.runtime.agent import AGENTS
+from dsh.runtime.kernel import ConfigError, Context, ListenerError, ListenerFailure, NoConfig, Plugin
 from tests.runtime.agent.harness import OPTIONS, ScriptedAdapter, host
 
 from .harness import spawned

@@ -10,10 +10,10 @@ from pathlib import Path
 import anyio
 import pytest
 
-from plugins.subagent import DELEGATION_CONTEXT
-from runtime.agent import AGENTS, EVENT, AgentEvent
-from runtime.llm import LlmRequest, StreamChunk, TextBlock, UserMessage
-from runtime.session import STORE, SessionStoreProtocol
+from dsh.plugins.subagent import DELEGATION_CONTEXT
+from dsh.runtime.agent import AGENTS, EVENT, AgentEvent
+from dsh.runtime.llm import LlmRequest, StreamChunk, TextBlock, UserMessage
+from dsh.runtime.session import STORE, SessionStoreProtocol
 from tests.runtime.agent.harness import OPTIONS, ScriptedAdapter, calls, event_types, failure, text
 
 from .harness import by_spawning_call, data_of, spawned, subagent_host

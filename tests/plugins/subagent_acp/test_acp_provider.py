@@ -15,13 +15,13 @@ from typing import Any
 import anyio
 import pytest
 
-from plugins import subagent, subagent_acp, tool_subagent
-from plugins.subagent import SUBAGENTS, SubagentProvider, SubagentRequest
-from plugins.subagent_acp import AcpConfig, AcpRun, acp_provider
-from runtime.agent import AGENTS, AgentOptions
-from runtime.kernel import ConfigError, Context
-from runtime.session import STORE, SessionStore, SessionStoreProtocol
-from runtime.tools import TOOLS
+from dsh.plugins import subagent, subagent_acp, tool_subagent
+from dsh.plugins.subagent import SUBAGENTS, SubagentProvider, SubagentRequest
+from dsh.plugins.subagent_acp import AcpConfig, AcpRun, acp_provider
+from dsh.runtime.agent import AGENTS, AgentOptions
+from dsh.runtime.kernel import ConfigError, Context
+from dsh.runtime.session import STORE, SessionStore, SessionStoreProtocol
+from dsh.runtime.tools import TOOLS
 from tests.plugins.subagent.harness import data_of
 from tests.runtime.agent.harness import MODEL, PROVIDER, ScriptedAdapter, calls, host, text
 from tests.runtime.cli.helpers import DSH
@@ -160,7 +160,7 @@ async def test_a_child_that_exits_at_once_is_an_error_result_and_the_parent_goes
     not sys.platform.startswith("linux"), reason="the supervisor is Linux's (PR_SET_PDEATHSIG)"
 )
 async def test_the_child_runs_under_the_supervisor_that_dies_with_dsh(tmp_path: Path) -> None:
-    """The ACP agent is a tool's child like bash's commands: its parent is runtime.tools.guard's supervisor, which
+    """The ACP agent is a tool's child like bash's commands: its parent is dsh.runtime.tools.guard's supervisor, which
     the kernel signals when dsh dies (tests/runtime/tools/test_guard.py proves what it then kills)."""
     seen = tmp_path / "parent-cmdline"
     script = f"import os, sys; open({str(seen)!r}, 'wb').write(open(f'/proc/{{os.getppid()}}/cmdline', 'rb').read()); sys.exit(3)"

@@ -21,13 +21,13 @@ def deployment(base_url: str, *, key_env: str, bash: dict[str, Any] | None = Non
             "model": "m",
             "provider": "local",
             "plugins": [
-                {"id": "prompt", "use": "runtime.prompt", "config": {"persona": "You are a test agent."}},
-                {"id": "tools", "use": "runtime.tools"},
-                {"id": "llm", "use": "runtime.llm"},
-                {"id": "openai", "use": "plugins.llm_openai", "config": {"providers": [route]}},
-                {"id": "jobs", "use": "runtime.jobs"},
-                {"id": "bash", "use": "plugins.tool_bash", "config": bash or {}},
-                {"id": "agent", "use": "runtime.agent"},
+                {"id": "prompt", "use": "dsh.runtime.prompt", "config": {"persona": "You are a test agent."}},
+                {"id": "tools", "use": "dsh.runtime.tools"},
+                {"id": "llm", "use": "dsh.runtime.llm"},
+                {"id": "openai", "use": "dsh.plugins.llm_openai", "config": {"providers": [route]}},
+                {"id": "jobs", "use": "dsh.runtime.jobs"},
+                {"id": "bash", "use": "dsh.plugins.tool_bash", "config": bash or {}},
+                {"id": "agent", "use": "dsh.runtime.agent"},
             ],
         }
     )

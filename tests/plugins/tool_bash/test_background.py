@@ -13,12 +13,12 @@ from typing import Any
 import anyio
 import pytest
 
-from plugins.tool_bash import BashConfig, plugin
-from runtime import jobs as jobs_module
-from runtime.agent import AGENTS, Agent
-from runtime.jobs import JOB_TOOLS, SECTION
-from runtime.kernel import Context
-from runtime.tools import TOOLS, ToolCall, ToolContext, ToolResult
+from dsh.plugins.tool_bash import BashConfig, plugin
+from dsh.runtime import jobs as jobs_module
+from dsh.runtime.agent import AGENTS, Agent
+from dsh.runtime.jobs import JOB_TOOLS, SECTION
+from dsh.runtime.kernel import Context
+from dsh.runtime.tools import TOOLS, ToolCall, ToolContext, ToolResult
 from tests.runtime.agent.harness import OPTIONS, ScriptedAdapter, host, text
 
 from ..tool_host import model_view, tool_host

@@ -11,10 +11,10 @@ from pathlib import Path
 import anyio
 import pytest
 
-from plugins.tool_bash import SECTION, BashConfig, plugin
-from runtime.kernel import ConfigError, Context, MissingServiceError
-from runtime.tools import TOOLS, ToolCall, ToolContext, ToolResult
-from runtime.tools import plugin as tools_plugin
+from dsh.plugins.tool_bash import SECTION, BashConfig, plugin
+from dsh.runtime.kernel import ConfigError, Context, MissingServiceError
+from dsh.runtime.tools import TOOLS, ToolCall, ToolContext, ToolResult
+from dsh.runtime.tools import plugin as tools_plugin
 
 from ..tool_host import model_view, registries, text, tool_host
 

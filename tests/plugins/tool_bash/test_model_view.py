@@ -1,11 +1,11 @@
-"""Prompt golden: what the model sees of a deployment of `runtime.prompt`, `runtime.tools` and `tool_bash` (the
+"""Prompt golden: what the model sees of a deployment of `dsh.runtime.prompt`, `dsh.runtime.tools` and `tool_bash` (the
 rendered system prompt with `tool:bash`, and the tool's description and schema)."""
 
 from __future__ import annotations
 
 from syrupy.assertion import SnapshotAssertion
 
-from plugins.tool_bash import SECTION, plugin
+from dsh.plugins.tool_bash import SECTION, plugin
 
 from ..tool_host import load_and_view, text
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from plugins.tool_bash import SANDBOX_CONTEXT, SandboxUnavailableError, plugin, policy_text
-from runtime.kernel import ConfigError, Context
-from runtime.prompt import SYSTEM_PROMPT, AssembleContext
+from dsh.plugins.tool_bash import SANDBOX_CONTEXT, SandboxUnavailableError, plugin, policy_text
+from dsh.runtime.kernel import ConfigError, Context
+from dsh.runtime.prompt import SYSTEM_PROMPT, AssembleContext
 
 from ..tool_host import tool_host
 from .test_bash import bash

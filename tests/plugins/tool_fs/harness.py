@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from plugins.tool_fs import plugin as fs_plugin
-from runtime.kernel import Context
-from runtime.tools import TOOLS, ToolCall, ToolContext, ToolResult
+from dsh.plugins.tool_fs import plugin as fs_plugin
+from dsh.runtime.kernel import Context
+from dsh.runtime.tools import TOOLS, ToolCall, ToolContext, ToolResult
 
 from ..tool_host import tool_host
 

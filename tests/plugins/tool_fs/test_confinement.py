@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from plugins.tool_fs import INVALID_PATH, PATH_OUTSIDE_WORKSPACE, FsError, Workspace
+from dsh.plugins.tool_fs import INVALID_PATH, PATH_OUTSIDE_WORKSPACE, FsError, Workspace
 
 from .harness import Fs, load
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from plugins.tool_fs import FILE_NOT_FOUND, INVALID_PATTERN, NOT_A_DIRECTORY, GlobMatcher
+from dsh.plugins.tool_fs import FILE_NOT_FOUND, INVALID_PATTERN, NOT_A_DIRECTORY, GlobMatcher
 
 from .harness import Fs, load
 

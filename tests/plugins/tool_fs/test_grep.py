@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from plugins.tool_fs import INVALID_PATTERN, UNSUPPORTED_PATTERN, grep
+from dsh.plugins.tool_fs import INVALID_PATTERN, UNSUPPORTED_PATTERN, grep
 
 from .harness import Fs, load
 

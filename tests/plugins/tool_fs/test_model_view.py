@@ -1,11 +1,11 @@
-"""Prompt golden: what the model sees of a deployment of `runtime.prompt`, `runtime.tools` and `tool_fs` (the
+"""Prompt golden: what the model sees of a deployment of `dsh.runtime.prompt`, `dsh.runtime.tools` and `tool_fs` (the
 rendered system prompt with the file tools' sections, and each tool's name, description and schema)."""
 
 from __future__ import annotations
 
 from syrupy.assertion import SnapshotAssertion
 
-from plugins.tool_fs import SECTIONS, plugin
+from dsh.plugins.tool_fs import SECTIONS, plugin
 
 from ..tool_host import load_and_view, text
 

@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-import plugins.tool_fs as tool_fs
-from plugins.tool_fs import SECTIONS, Config, plugin
-from runtime.kernel import ConfigError, Context, MissingServiceError
-from runtime.prompt import SYSTEM_PROMPT
-from runtime.tools import TOOLS
-from runtime.tools import plugin as tools_plugin
+import dsh.plugins.tool_fs as tool_fs
+from dsh.plugins.tool_fs import SECTIONS, Config, plugin
+from dsh.runtime.kernel import ConfigError, Context, MissingServiceError
+from dsh.runtime.prompt import SYSTEM_PROMPT
+from dsh.runtime.tools import TOOLS
+from dsh.runtime.tools import plugin as tools_plugin
 
 from ..tool_host import model_view, registries, text, tool_host
 from .harness import load
@@ -149,6 +149,6 @@ def test_all_is_honest() -> None:
     public = {
         key
         for key, value in vars(tool_fs).items()
-        if not key.startswith("_") and getattr(value, "__module__", "").startswith("plugins.tool_fs")
+        if not key.startswith("_") and getattr(value, "__module__", "").startswith("dsh.plugins.tool_fs")
     }
     assert public <= set(exported), sorted(public - set(exported))

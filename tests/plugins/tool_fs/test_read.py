@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from plugins.tool_fs import BINARY_FILE, FILE_NOT_FOUND, IO_ERROR, LIMIT_TOO_LARGE, OFFSET_OUT_OF_RANGE
-from runtime.tools import INVALID_ARGUMENTS, ToolResult
+from dsh.plugins.tool_fs import BINARY_FILE, FILE_NOT_FOUND, IO_ERROR, LIMIT_TOO_LARGE, OFFSET_OUT_OF_RANGE
+from dsh.runtime.tools import INVALID_ARGUMENTS, ToolResult
 
 from .harness import Fs, load
 

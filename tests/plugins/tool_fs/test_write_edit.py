@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from plugins.tool_fs import (
+from dsh.plugins.tool_fs import (
     AMBIGUOUS_MATCH,
     BINARY_FILE,
     EMPTY_OLD_STRING,
@@ -14,7 +14,7 @@ from plugins.tool_fs import (
     NOT_A_DIRECTORY,
     NOT_A_FILE,
 )
-from runtime.tools import ToolResult
+from dsh.runtime.tools import ToolResult
 
 from .harness import Fs
 

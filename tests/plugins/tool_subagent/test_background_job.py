@@ -14,13 +14,13 @@ from typing import Any
 import anyio
 import pytest
 
-from plugins import subagent, tool_subagent
-from runtime import jobs as jobs_module
-from runtime.agent import AGENTS, Agent
-from runtime.kernel import Context
-from runtime.llm import LlmRequest, StreamChunk
-from runtime.session import STORE
-from runtime.tools import TOOLS, ToolCall, ToolContext
+from dsh.plugins import subagent, tool_subagent
+from dsh.runtime import jobs as jobs_module
+from dsh.runtime.agent import AGENTS, Agent
+from dsh.runtime.kernel import Context
+from dsh.runtime.llm import LlmRequest, StreamChunk
+from dsh.runtime.session import STORE
+from dsh.runtime.tools import TOOLS, ToolCall, ToolContext
 from tests.plugins.subagent.harness import by_spawning_call, data_of
 from tests.runtime.agent.harness import OPTIONS, ScriptedAdapter, calls, failure, host, text
 

@@ -14,8 +14,8 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
 
-from plugins import subagent, tool_subagent
-from plugins.subagent import (
+from dsh.plugins import subagent, tool_subagent
+from dsh.plugins.subagent import (
     PROVIDER_REMOVED,
     SUBAGENTS,
     SubagentProvider,
@@ -23,12 +23,12 @@ from plugins.subagent import (
     SubagentResult,
     SubagentRun,
 )
-from plugins.tool_subagent import render_result, wording
-from runtime import tools
-from runtime.kernel import ConfigError, Context, ListenerError, Plugin
-from runtime.prompt import SYSTEM_PROMPT
-from runtime.prompt import plugin as prompt_plugin
-from runtime.tools import TOOLS, DuplicateToolError, ToolCall, ToolContext
+from dsh.plugins.tool_subagent import render_result, wording
+from dsh.runtime import tools
+from dsh.runtime.kernel import ConfigError, Context, ListenerError, Plugin
+from dsh.runtime.prompt import SYSTEM_PROMPT
+from dsh.runtime.prompt import plugin as prompt_plugin
+from dsh.runtime.tools import TOOLS, DuplicateToolError, ToolCall, ToolContext
 from tests.plugins.tool_host import model_view
 
 

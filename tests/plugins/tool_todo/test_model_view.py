@@ -1,4 +1,4 @@
-"""Prompt golden: what the model sees of a deployment of `runtime.prompt`, `runtime.tools` and `tool_todo` (no
+"""Prompt golden: what the model sees of a deployment of `dsh.runtime.prompt`, `dsh.runtime.tools` and `tool_todo` (no
 section: the prompt is the identity alone; the tool's description and schema carry everything)."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
-from plugins.tool_todo import plugin
-from runtime.prompt import IDENTITY
+from dsh.plugins.tool_todo import plugin
+from dsh.runtime.prompt import IDENTITY
 
 from ..tool_host import load_and_view
 

@@ -11,15 +11,15 @@ from typing import Any
 
 import pytest
 
-from plugins.tool_todo import plugin as todo_plugin
-from runtime.agent import AGENTS, EVENT, AgentEvent, AgentOptions
-from runtime.agent import plugin as agent_plugin
-from runtime.kernel import Context
-from runtime.llm import LLM, LlmRequest, StreamChunk, decode_chunk
-from runtime.llm import plugin as llm_plugin
-from runtime.prompt import plugin as prompt_plugin
-from runtime.session import STORE, CountingIds, FixedClock, SessionStore, SessionStoreProtocol
-from runtime.tools import plugin as tools_plugin
+from dsh.plugins.tool_todo import plugin as todo_plugin
+from dsh.runtime.agent import AGENTS, EVENT, AgentEvent, AgentOptions
+from dsh.runtime.agent import plugin as agent_plugin
+from dsh.runtime.kernel import Context
+from dsh.runtime.llm import LLM, LlmRequest, StreamChunk, decode_chunk
+from dsh.runtime.llm import plugin as llm_plugin
+from dsh.runtime.prompt import plugin as prompt_plugin
+from dsh.runtime.session import STORE, CountingIds, FixedClock, SessionStore, SessionStoreProtocol
+from dsh.runtime.tools import plugin as tools_plugin
 
 from ...runtime.llm.harness import HARNESS, Call, recorded_calls
 

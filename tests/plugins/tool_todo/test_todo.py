@@ -11,10 +11,17 @@ from typing import Any
 
 import pytest
 
-from plugins.tool_todo import INVALID_TODOS, NO_SESSION_LOG, STATUSES, TodoConfig, plugin
-from runtime.kernel import ConfigError, Context
-from runtime.session import CountingIds, FixedClock, SessionLog, SessionStore, SessionStoreProtocol, open_log
-from runtime.tools import INVALID_ARGUMENTS, TOOLS, ToolCall, ToolContext, ToolResult
+from dsh.plugins.tool_todo import INVALID_TODOS, NO_SESSION_LOG, STATUSES, TodoConfig, plugin
+from dsh.runtime.kernel import ConfigError, Context
+from dsh.runtime.session import (
+    CountingIds,
+    FixedClock,
+    SessionLog,
+    SessionStore,
+    SessionStoreProtocol,
+    open_log,
+)
+from dsh.runtime.tools import INVALID_ARGUMENTS, TOOLS, ToolCall, ToolContext, ToolResult
 
 from ..tool_host import model_view, registries, tool_host
 

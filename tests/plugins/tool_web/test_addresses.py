@@ -15,9 +15,9 @@ from typing import Any
 import anyio
 import pytest
 
-from plugins.tool_web import plugin
-from runtime.kernel import Context
-from runtime.tools import TOOLS, ToolCall, ToolContext, ToolResult
+from dsh.plugins.tool_web import plugin
+from dsh.runtime.kernel import Context
+from dsh.runtime.tools import TOOLS, ToolCall, ToolContext, ToolResult
 
 from ..tool_host import tool_host
 

@@ -1,4 +1,4 @@
-"""Prompt goldens: what the model sees of a deployment of `runtime.prompt`, `runtime.tools` and `tool_web`, with
+"""Prompt goldens: what the model sees of a deployment of `dsh.runtime.prompt`, `dsh.runtime.tools` and `tool_web`, with
 fetch only (the default) and with a search backend configured."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
-from plugins.tool_web import FETCH_SECTION, SEARCH_SECTION, plugin
+from dsh.plugins.tool_web import FETCH_SECTION, SEARCH_SECTION, plugin
 
 from ..tool_host import load_and_view, text
 

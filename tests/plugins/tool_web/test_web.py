@@ -13,10 +13,10 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from plugins.tool_web import html_to_text, plugin
-from runtime.kernel import Context
-from runtime.prompt import SYSTEM_PROMPT
-from runtime.tools import TOOLS, ToolCall, ToolContext, ToolResult
+from dsh.plugins.tool_web import html_to_text, plugin
+from dsh.runtime.kernel import Context
+from dsh.runtime.prompt import SYSTEM_PROMPT
+from dsh.runtime.tools import TOOLS, ToolCall, ToolContext, ToolResult
 
 from ..tool_host import registries, tool_host
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import anyio
 
-from runtime import agent, llm, prompt, tools
-from runtime.kernel import Context
-from runtime.llm import (
+from dsh.runtime import agent, llm, prompt, tools
+from dsh.runtime.kernel import Context
+from dsh.runtime.llm import (
     BlockEnd,
     BlockStart,
     CallId,
@@ -33,8 +33,8 @@ from runtime.llm import (
     ToolCallDelta,
     UsageChunk,
 )
-from runtime.session import STORE, CountingIds, FixedClock, SessionStore, SessionStoreProtocol
-from runtime.tools import TOOLS, Tool, ToolContext
+from dsh.runtime.session import STORE, CountingIds, FixedClock, SessionStore, SessionStoreProtocol
+from dsh.runtime.tools import TOOLS, Tool, ToolContext
 
 PROVIDER = "scripted"
 MODEL = "scripted-model"

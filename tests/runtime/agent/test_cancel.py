@@ -9,9 +9,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from runtime.agent import AGENTS, EVENT, AgentEvent
-from runtime.llm import BlockStart, LlmRequest, StreamChunk, TextDelta
-from runtime.session import STORE
+from dsh.runtime.agent import AGENTS, EVENT, AgentEvent
+from dsh.runtime.llm import BlockStart, LlmRequest, StreamChunk, TextDelta
+from dsh.runtime.session import STORE
 
 from .harness import OPTIONS, ScriptedAdapter, calls, event_types, host, slow_tool, text
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from runtime.agent import AGENTS, REQUEST, RequestConfig, RequestInfo
-from runtime.kernel import Next
-from runtime.session import STORE, RequestContext, SessionStoreProtocol
+from dsh.runtime.agent import AGENTS, REQUEST, RequestConfig, RequestInfo
+from dsh.runtime.kernel import Next
+from dsh.runtime.session import STORE, RequestContext, SessionStoreProtocol
 
 from .harness import MODEL, OPTIONS, PROVIDER, ScriptedAdapter, event_types, host, text
 

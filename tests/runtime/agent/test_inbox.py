@@ -11,10 +11,10 @@ from typing import Any
 import anyio
 import pytest
 
-from runtime.agent import AGENTS
-from runtime.llm import OtherSource, TextBlock, UserMessage
-from runtime.session import STORE, SessionStoreProtocol
-from runtime.tools import Tool, ToolContext
+from dsh.runtime.agent import AGENTS
+from dsh.runtime.llm import OtherSource, TextBlock, UserMessage
+from dsh.runtime.session import STORE, SessionStoreProtocol
+from dsh.runtime.tools import Tool, ToolContext
 
 from .harness import OPTIONS, ScriptedAdapter, calls, event_types, host, text
 
@@ -88,7 +88,7 @@ async def test_steering_after_the_last_step_keeps_the_turn_going(tmp_path: Path)
     adapter = ScriptedAdapter([text("first answer"), text("second answer")])
     with host(tmp_path, adapter) as ctx:
         async with ctx.get(AGENTS).create(OPTIONS) as agent:
-            from runtime.agent import EVENT, AgentEvent
+            from dsh.runtime.agent import EVENT, AgentEvent
 
             async def steer_once(event: AgentEvent) -> None:
                 first = len(adapter.requests) == 1
@@ -175,7 +175,7 @@ async def test_an_unclaimed_item_of_a_crashed_turn_is_claimed_on_resume(tmp_path
 
 
 def _reopened_inbox(store: SessionStoreProtocol, session_id: str) -> list[Any]:
-    from runtime.session import LogState
+    from dsh.runtime.session import LogState
 
     state = LogState()
     for event in store.events(session_id):

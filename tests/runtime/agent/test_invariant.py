@@ -11,10 +11,10 @@ import msgspec
 import pytest
 from hypothesis import given
 
-from runtime.agent import AGENTS, REQUEST_ERROR, ErrorDecision, RequestFailure, Retry
-from runtime.llm import LlmRequest, Message, StreamChunk, ToolSpec
-from runtime.prompt import SYSTEM_PROMPT, PromptContext
-from runtime.session import STORE, SessionStoreProtocol, StoredEvent, project
+from dsh.runtime.agent import AGENTS, REQUEST_ERROR, ErrorDecision, RequestFailure, Retry
+from dsh.runtime.llm import LlmRequest, Message, StreamChunk, ToolSpec
+from dsh.runtime.prompt import SYSTEM_PROMPT, PromptContext
+from dsh.runtime.session import STORE, SessionStoreProtocol, StoredEvent, project
 from tests.strategies import AgentStep, agent_turns
 
 from .harness import OPTIONS, ScriptedAdapter, calls, echo_tool, failure, host, text

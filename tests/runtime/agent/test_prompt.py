@@ -10,9 +10,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from runtime.agent import AGENTS, REQUEST, AgentOptions, RequestConfig, RequestInfo, assemble_context_for
-from runtime.kernel import Next
-from runtime.prompt import (
+from dsh.runtime.agent import AGENTS, REQUEST, AgentOptions, RequestConfig, RequestInfo, assemble_context_for
+from dsh.runtime.kernel import Next
+from dsh.runtime.prompt import (
     ASSEMBLE,
     SYSTEM_PROMPT,
     AssembleContext,
@@ -22,7 +22,7 @@ from runtime.prompt import (
     ProviderSignatureError,
     render_prompt,
 )
-from runtime.session import STORE
+from dsh.runtime.session import STORE
 
 from .harness import MODEL, OPTIONS, PROVIDER, ScriptedAdapter, event_types, host, text
 

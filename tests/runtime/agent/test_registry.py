@@ -9,9 +9,9 @@ from typing import Any
 import anyio
 import pytest
 
-from runtime.agent import AGENTS, Agent
-from runtime.session import STORE, SpawnedBy
-from runtime.tools import Tool, ToolContext
+from dsh.runtime.agent import AGENTS, Agent
+from dsh.runtime.session import STORE, SpawnedBy
+from dsh.runtime.tools import Tool, ToolContext
 
 from .harness import OPTIONS, ScriptedAdapter, calls, event_types, host, text
 

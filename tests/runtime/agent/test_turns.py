@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from runtime.agent import (
+from dsh.runtime.agent import (
     AGENTS,
     ERROR,
     PRE_STEP,
@@ -20,8 +20,8 @@ from runtime.agent import (
     Retry,
     StepGate,
 )
-from runtime.kernel import Next
-from runtime.llm import (
+from dsh.runtime.kernel import Next
+from dsh.runtime.llm import (
     AssistantMessage,
     BlockEnd,
     BlockStart,
@@ -35,9 +35,9 @@ from runtime.llm import (
     ToolResultBlock,
     UserMessage,
 )
-from runtime.session import STORE
-from runtime.session import AssistantMessage as ModelMessage
-from runtime.tools import Tool, ToolContext
+from dsh.runtime.session import STORE
+from dsh.runtime.session import AssistantMessage as ModelMessage
+from dsh.runtime.tools import Tool, ToolContext
 
 from .harness import (
     MODEL,
@@ -267,7 +267,7 @@ async def test_a_cwd_persona_without_cwd_fails_the_turn_before_any_model_call(tm
 async def test_the_runtime_context_snapshot_follows_the_prompt_and_is_logged_only_when_it_changes(
     tmp_path: Path,
 ) -> None:
-    from runtime.prompt import SYSTEM_PROMPT, PromptContext
+    from dsh.runtime.prompt import SYSTEM_PROMPT, PromptContext
 
     adapter = ScriptedAdapter([text("a"), text("b"), text("c")])
     clock = {"now": "noon"}
@@ -307,7 +307,7 @@ async def test_a_fork_inherits_completed_turns_only_and_numbers_on(tmp_path: Pat
         async with agents.create(OPTIONS) as parent:
             await parent.run("remember 42")
             # the parent opens a second turn that is still in flight when the fork happens
-            from runtime.session import TurnStart, TurnStartData
+            from dsh.runtime.session import TurnStart, TurnStartData
 
             await parent.append(TurnStart(data=TurnStartData(turn=2)))
             await parent.log.flush()

@@ -10,7 +10,7 @@ import sys
 from tests.plugins.llm_openai.helpers import call, wire
 from tests.plugins.llm_openai.loopback import Reply, data, sse
 
-DSH = [sys.executable, "-c", "from runtime.cli import main; main()"]
+DSH = [sys.executable, "-c", "from dsh.runtime.cli import main; main()"]
 
 
 def deployment(
@@ -25,12 +25,12 @@ def deployment(
             "model": "m",
             "provider": "local",
             "plugins": [
-                {"id": "prompt", "use": "runtime.prompt", "config": {"persona": persona}},
-                {"id": "llm", "use": "runtime.llm"},
-                {"id": "openai", "use": "plugins.llm_openai", "config": {"providers": [route]}},
-                {"id": "tools", "use": "runtime.tools"},
-                {"id": "bash", "use": "plugins.tool_bash"},
-                {"id": "agent", "use": "runtime.agent"},
+                {"id": "prompt", "use": "dsh.runtime.prompt", "config": {"persona": persona}},
+                {"id": "llm", "use": "dsh.runtime.llm"},
+                {"id": "openai", "use": "dsh.plugins.llm_openai", "config": {"providers": [route]}},
+                {"id": "tools", "use": "dsh.runtime.tools"},
+                {"id": "bash", "use": "dsh.plugins.tool_bash"},
+                {"id": "agent", "use": "dsh.runtime.agent"},
             ],
         }
     )

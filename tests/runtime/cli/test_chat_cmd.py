@@ -12,8 +12,8 @@ import anyio
 import pexpect
 import pytest
 
-from runtime.llm import TextBlock, UserSource
-from runtime.session import SessionStore
+from dsh.runtime.llm import TextBlock, UserSource
+from dsh.runtime.session import SessionStore
 from tests.plugins.llm_openai.loopback import loopback
 from tests.runtime.cli.helpers import DSH, answer, bash_call, deployment, partial_then_hang, plain_env
 

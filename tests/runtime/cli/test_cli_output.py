@@ -14,9 +14,9 @@ import pytest
 import typer
 from syrupy.assertion import SnapshotAssertion
 
-from runtime.cli import main
-from runtime.cli.app import add_entry_point_commands, app, loaded_command
-from runtime.kernel import ConfigError
+from dsh.runtime.cli import main
+from dsh.runtime.cli.app import add_entry_point_commands, app, loaded_command
+from dsh.runtime.kernel import ConfigError
 from tests.runtime.cli.helpers import DSH, deployment, plain_env
 
 
@@ -45,7 +45,7 @@ def test_dsh_run_help(tmp_path: Path, snapshot: SnapshotAssertion) -> None:
 
 def test_a_bad_deployment_is_one_line(tmp_path: Path, snapshot: SnapshotAssertion) -> None:
     (tmp_path / "bad.yml").write_text(
-        "plugins:\n  - id: llm\n    use: runtime.llm\n    config: {retries: 3}\n"
+        "plugins:\n  - id: llm\n    use: dsh.runtime.llm\n    config: {retries: 3}\n"
     )
     ran = dsh("run", "hello", "--config", "bad.yml", "--store", "s.db", cwd=tmp_path)
     assert ran == snapshot
@@ -116,7 +116,7 @@ def test_an_unexpected_error_is_one_line_unless_debug(
     async def broken(*args: object, **kwargs: object) -> int:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr("runtime.cli.run_cmd._run", broken)
+    monkeypatch.setattr("dsh.runtime.cli.run_cmd._run", broken)
     assert _exit(["run", "hi"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("error: RuntimeError: boom (this is a bug in dsh or a plugin;")
@@ -133,13 +133,13 @@ def test_an_error_a_task_group_wrapped_alone_is_reported_as_itself(
     async def broken(*args: object, **kwargs: object) -> int:
         raise ExceptionGroup("unhandled errors in a TaskGroup", [ConfigError("the deployment is wrong")])
 
-    monkeypatch.setattr("runtime.cli.run_cmd._run", broken)
+    monkeypatch.setattr("dsh.runtime.cli.run_cmd._run", broken)
     assert _exit(["run", "hi"]) == 2
     assert capsys.readouterr().err == "error: the deployment is wrong\n"
 
 
 def test_each_core_command_is_listed_with_its_own_summary() -> None:
-    from runtime.cli.app import CORE_COMMANDS, loaded_command
+    from dsh.runtime.cli.app import CORE_COMMANDS, loaded_command
 
     for name, lazy in CORE_COMMANDS.items():
         command = loaded_command(name)
@@ -149,10 +149,10 @@ def test_each_core_command_is_listed_with_its_own_summary() -> None:
 
 def test_help_and_version_import_no_command() -> None:
     code = (
-        "import sys\nfrom runtime.cli.app import main\n"
+        "import sys\nfrom dsh.runtime.cli.app import main\n"
         "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
-        "heavy = sorted(m for m in sys.modules if m.startswith(('runtime.agent', 'runtime.session', 'acp', "
-        "'plugins', 'replay', 'runtime.cli.')) and m not in ('runtime.cli._entry', 'runtime.cli._commands', 'runtime.cli.app'))\n"
+        "heavy = sorted(m for m in sys.modules if m.startswith(('dsh.runtime.agent', 'dsh.runtime.session', 'acp', "
+        "'plugins', 'replay', 'dsh.runtime.cli.')) and m not in ('dsh.runtime.cli._entry', 'dsh.runtime.cli._commands', 'dsh.runtime.cli.app'))\n"
         "print(heavy)"
     )
     result = anyio.run(lambda: anyio.run_process([sys.executable, "-c", code], env=plain_env(), check=True))

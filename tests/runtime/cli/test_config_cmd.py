@@ -12,7 +12,7 @@ SAMPLES = "tests.runtime.kernel.sample_plugins"
 
 def dsh(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-c", "from runtime.cli import main; main()", *args],
+        [sys.executable, "-c", "from dsh.runtime.cli import main; main()", *args],
         capture_output=True,
         text=True,
         check=False,
@@ -64,7 +64,7 @@ def test_the_examples_pass_counting_the_store_the_dsh_command_provides() -> None
         assert result.returncode == 0, result.stderr
         payload = json.loads(result.stdout)
         assert payload["host"] == ["session-store"]
-        agent = next(row for row in payload["plugins"] if row["use"] == "runtime.agent")
+        agent = next(row for row in payload["plugins"] if row["use"] == "agent")
         assert "session-store" in agent["needs"]
     table = dsh("config", "check", str(EXAMPLES / "coding-agent.yml"))
     assert "provided by the dsh command: session-store" in table.stdout

@@ -8,9 +8,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from runtime.agent import AGENTS, assemble_context_for
-from runtime.host import open_host
-from runtime.prompt import SYSTEM_PROMPT, render_prompt
+from dsh.runtime.agent import AGENTS, assemble_context_for
+from dsh.runtime.host import open_host
+from dsh.runtime.prompt import SYSTEM_PROMPT, render_prompt
 
 EXAMPLES = Path(__file__).parents[3] / "examples"
 

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from runtime.cli._commands import ENTRY_POINT_GROUP, _entry_points, _highlighted, root_help
-from runtime.cli._sessions_list import from_rows, listed, plain_table, session_rows
-from runtime.cli.app import app
-from runtime.session import (
+from dsh.runtime.cli._commands import ENTRY_POINT_GROUP, _entry_points, _highlighted, root_help
+from dsh.runtime.cli._sessions_list import from_rows, listed, plain_table, session_rows
+from dsh.runtime.cli.app import app
+from dsh.runtime.session import (
     CountingIds,
     FixedClock,
     SessionId,
@@ -39,7 +39,7 @@ def _styled_env(width: int) -> dict[str, str]:
 
 
 def _typer_help(width: int, *, styled: bool = False) -> str:
-    code = "from runtime.cli.app import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+    code = "from dsh.runtime.cli.app import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
     env = _styled_env(width) if styled else plain_env(COLUMNS=str(width), TERMINAL_WIDTH=str(width))
     return subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, check=True, text=True
@@ -60,7 +60,7 @@ def test_a_width_that_would_wrap_is_left_to_typer() -> None:
 
 def test_a_forced_terminal_gets_the_styled_help_without_typer() -> None:
     code = (
-        "import sys\nfrom runtime.cli import main\nmain(['--help'])\n"
+        "import sys\nfrom dsh.runtime.cli import main\nmain(['--help'])\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('typer', 'click', 'rich')), file=sys.stderr)"
     )
     ran = subprocess.run(
@@ -95,9 +95,9 @@ def test_text_whose_highlighting_is_not_copied_is_left_to_typer(text: str) -> No
 
 def test_dsh_help_answers_from_the_table_when_its_output_is_plain() -> None:
     code = (
-        "import sys\nfrom runtime.cli import main\nmain(['--help'])\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('typer', 'click', 'rich', 'importlib')"
-        " and m != 'importlib._bootstrap' and m != 'importlib._bootstrap_external'), file=sys.stderr)"
+        "import sys\nstarted = set(sys.modules)\nfrom dsh.runtime.cli import main\nmain(['--help'])\n"
+        "print(sorted(m for m in set(sys.modules) - started if m.split('.')[0] in ('typer', 'click', 'rich',"
+        " 'importlib')), file=sys.stderr)"
     )
     ran = subprocess.run(
         [sys.executable, "-c", code], env=plain_env(), capture_output=True, check=True, text=True
@@ -109,13 +109,13 @@ def test_dsh_help_answers_from_the_table_when_its_output_is_plain() -> None:
 def test_entry_points_are_the_ones_importlib_metadata_finds() -> None:
     found = [(entry.name, entry.value) for entry in entry_points(group=ENTRY_POINT_GROUP)]
     assert _entry_points(ENTRY_POINT_GROUP) == found
-    assert ("replay", "replay:replay_app") in found
+    assert ("replay", "dsh.replay:replay_app") in found
 
 
 def _rich_table(store: Path, width: int) -> str:
     from rich.console import Console
 
-    from runtime.cli.sessions_cmd import sessions_table
+    from dsh.runtime.cli.sessions_cmd import sessions_table
 
     console = Console(width=width, file=io.StringIO(), color_system=None, force_terminal=False)
     with SessionStore(store) as opened:
@@ -170,17 +170,19 @@ _HEAVY = (
     "pathlib",
     "uuid",
 )
-"""What the fast paths never import (the last line a `_dsh` run prints on stderr lists those it did)."""
+"""What the fast paths never import (the last line a `_dsh` run prints on stderr lists those it did, beyond what the
+interpreter had loaded before dsh's entry point: an editable install's import hook loads pathlib at start-up, which a
+wheel's install does not)."""
 
 
 def _dsh(*args: str, typer_only: bool = False, **env: str) -> subprocess.CompletedProcess[str]:
     """`dsh ARGS` in a fresh process (or, `typer_only`, the typer app alone, as it answers without the fast paths);
     the last line of its stderr lists the heavy modules it imported, whatever it exited with."""
-    entry = "from runtime.cli.app import main" if typer_only else "from runtime.cli import main"
+    entry = "from dsh.runtime.cli.app import main" if typer_only else "from dsh.runtime.cli import main"
     code = (
-        f"import sys\n{entry}\ntry:\n    main(sys.argv[1:])\nfinally:\n"
-        f"    print(sorted(m for m in sys.modules if m.split('.')[0] in {_HEAVY!r} or m == 'runtime.session._store'),"
-        " file=sys.stderr)"
+        f"import sys\nstarted = set(sys.modules)\n{entry}\ntry:\n    main(sys.argv[1:])\nfinally:\n"
+        f"    print(sorted(m for m in set(sys.modules) - started if m.split('.')[0] in {_HEAVY!r}"
+        " or m == 'dsh.runtime.session._store'), file=sys.stderr)"
     )
     return subprocess.run(
         [sys.executable, "-c", code, *args], env=plain_env(**env), capture_output=True, check=False, text=True
@@ -304,7 +306,7 @@ def _old_schema(db: Path) -> None:
 
     import sqlite_utils
 
-    from runtime.session._store import _migrate_1
+    from dsh.runtime.session._store import _migrate_1
 
     conn = sqlite3.connect(db, isolation_level=None)
     conn.execute("PRAGMA journal_mode = WAL")

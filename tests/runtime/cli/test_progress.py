@@ -13,9 +13,9 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from runtime.cli import sessions_cmd
-from runtime.cli.app import app
-from runtime.host import ByteProgress, terminal_stderr
+from dsh.runtime.cli import sessions_cmd
+from dsh.runtime.cli.app import app
+from dsh.runtime.host import ByteProgress, terminal_stderr
 from tests.runtime.cli.test_cli_output import dsh
 
 HARNESS = Path(__file__).resolve().parents[3] / "fixtures" / "harness"

@@ -11,9 +11,9 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 from typer.testing import CliRunner
 
-from runtime.cli.app import app
-from runtime.host import default_store_path
-from runtime.session import CountingIds, FixedClock, SessionStore, SpawnedBy, import_jsonl
+from dsh.runtime.cli.app import app
+from dsh.runtime.host import default_store_path
+from dsh.runtime.session import CountingIds, FixedClock, SessionStore, SpawnedBy, import_jsonl
 
 ROOT = Path(__file__).resolve().parents[3]
 HARNESS = ROOT / "fixtures" / "harness"
@@ -96,7 +96,7 @@ def test_errors_print_one_line_and_exit_2(tmp_path: Path) -> None:
             [
                 sys.executable,
                 "-c",
-                "from runtime.cli import main; main()",
+                "from dsh.runtime.cli import main; main()",
                 *args,
                 "--store",
                 str(tmp_path / "s.db"),
@@ -155,7 +155,7 @@ def test_list_and_show_on_a_stdout_that_cannot_encode_the_tree(tmp_path: Path) -
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "COLUMNS": "200", "PYTHONIOENCODING": "ascii"}
 
     def dsh(*args: str) -> str:
-        argv = [sys.executable, "-c", "from runtime.cli import main; main()", *args, "--store", str(db)]
+        argv = [sys.executable, "-c", "from dsh.runtime.cli import main; main()", *args, "--store", str(db)]
         result = subprocess.run(argv, capture_output=True, text=True, check=False, env=env)
         assert result.returncode == 0, result.stderr
         return result.stdout

@@ -18,8 +18,8 @@ import anyio.to_thread
 import pytest
 from typer.testing import CliRunner
 
-from runtime.cli.app import app
-from runtime.session import (
+from dsh.runtime.cli.app import app
+from dsh.runtime.session import (
     CountingIds,
     FixedClock,
     SessionStore,
@@ -120,7 +120,7 @@ def test_store_urls_come_from_dollar_dsh_store_and_their_password_is_never_print
     assert "hunter2" not in shown
     assert "no session" in shown
     bad = subprocess.run(
-        [sys.executable, "-c", "from runtime.cli import main; main()", "sessions", "list", "--store",
+        [sys.executable, "-c", "from dsh.runtime.cli import main; main()", "sessions", "list", "--store",
          f"postgresql://dsh:hunter2@127.0.0.1:{pg_server.port}/no_such_db"],
         capture_output=True, text=True, cwd=ROOT, check=False,
     )  # fmt: skip
@@ -161,7 +161,7 @@ def test_tail_prints_what_another_writer_appends_until_the_turn_ends(
         writer.start()
         assert started.wait(10)
         with subprocess.Popen(
-            [sys.executable, "-c", "from runtime.cli import main; main()", "sessions", "tail", session, "--json"],
+            [sys.executable, "-c", "from dsh.runtime.cli import main; main()", "sessions", "tail", session, "--json"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env={**os.environ, "DSH_STORE": spec},
         ) as tail:  # fmt: skip
             assert tail.stdout is not None

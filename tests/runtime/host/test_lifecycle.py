@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from runtime.agent import AGENTS
-from runtime.host import hosted, open_host
-from runtime.kernel import DshError, load_deployment
-from runtime.llm import LLM
-from runtime.session import STORE, SessionStore
+from dsh.runtime.agent import AGENTS
+from dsh.runtime.host import hosted, open_host
+from dsh.runtime.kernel import DshError, load_deployment
+from dsh.runtime.llm import LLM
+from dsh.runtime.session import STORE, SessionStore
 from tests.runtime.cli.helpers import deployment
 
 FIXTURES = Path(__file__).parents[3] / "fixtures"
@@ -32,9 +32,9 @@ def test_replay_swaps_the_live_transport_for_the_recording(tmp_path: Path) -> No
 
 def test_replay_of_a_deployment_without_a_live_transport_says_so(tmp_path: Path) -> None:
     config = tmp_path / "deployment.yml"
-    config.write_text("plugins:\n  - id: prompt\n    use: runtime.prompt\n")
+    config.write_text("plugins:\n  - id: prompt\n    use: dsh.runtime.prompt\n")
     with (
-        pytest.raises(DshError, match=r"loads no live transport \(plugins\.llm_openai\)"),
+        pytest.raises(DshError, match=r"loads no live transport \(the llm_openai plugin\)"),
         open_host(config, tmp_path / "s.db", replay=HARNESS / "text-turn"),
     ):
         pass

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from runtime.host import open_store, resolve_session
-from runtime.kernel import DshError
-from runtime.session import SessionId, SessionNotFoundError, SessionStore
+from dsh.runtime.host import open_store, resolve_session
+from dsh.runtime.kernel import DshError
+from dsh.runtime.session import SessionId, SessionNotFoundError, SessionStore
 
 
 def test_a_store_in_a_missing_directory_is_refused_and_nothing_is_created(tmp_path: Path) -> None:

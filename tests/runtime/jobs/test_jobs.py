@@ -14,9 +14,9 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from runtime import jobs as jobs_module
-from runtime.agent import AGENTS, EVENT, Agent, AgentEvent
-from runtime.jobs import (
+from dsh.runtime import jobs as jobs_module
+from dsh.runtime.agent import AGENTS, EVENT, Agent, AgentEvent
+from dsh.runtime.jobs import (
     JOB_TOOLS,
     JOBS,
     LOST,
@@ -27,10 +27,10 @@ from runtime.jobs import (
     JobService,
     background_jobs,
 )
-from runtime.kernel import ConfigError, Context, NoConfig, Plugin
-from runtime.prompt import SYSTEM_PROMPT
-from runtime.session import JobStarted, JobStartedData
-from runtime.tools import TOOLS, Tool, ToolCall, ToolContext, ToolResult
+from dsh.runtime.kernel import ConfigError, Context, NoConfig, Plugin
+from dsh.runtime.prompt import SYSTEM_PROMPT
+from dsh.runtime.session import JobStarted, JobStartedData
+from dsh.runtime.tools import TOOLS, Tool, ToolCall, ToolContext, ToolResult
 from tests.runtime.agent.harness import OPTIONS, ScriptedAdapter, calls, host, text
 
 pytestmark = pytest.mark.anyio
@@ -363,7 +363,7 @@ def test_the_job_tools_and_section_exist_only_while_a_tool_instance_enables_them
 
 
 def test_enabling_background_jobs_without_the_job_service_fails_to_load(tmp_path: Path) -> None:
-    with host(tmp_path, ScriptedAdapter()) as ctx, pytest.raises(ConfigError, match=r"load runtime\.jobs"):
+    with host(tmp_path, ScriptedAdapter()) as ctx, pytest.raises(ConfigError, match=r"load `use: jobs`"):
         ctx.plugin(enabler())
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
-from runtime.kernel import Context, Plugin, ServiceKey
+from dsh.runtime.kernel import Context, Plugin, ServiceKey
 
 GREETER = ServiceKey[str]("greeter")
 CLOCK = ServiceKey[str]("sample-clock")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from runtime.kernel import (
+from dsh.runtime.kernel import (
     ConfigError,
     Context,
     ServiceConflictError,

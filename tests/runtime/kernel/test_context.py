@@ -8,7 +8,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from runtime.kernel import (
+from dsh.runtime.kernel import (
     ConfigError,
     Context,
     DuplicatePluginError,

@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from runtime.kernel import Context, Emit, NoConfig, Plugin, ServiceConflictError, ServiceKey
+from dsh.runtime.kernel import Context, Emit, NoConfig, Plugin, ServiceConflictError, ServiceKey
 from tests.strategies import EVENT_NAMES, SERVICE_NAMES, PluginSpec, plugin_specs
 
 KEYS = {name: ServiceKey[str](name) for name in SERVICE_NAMES}

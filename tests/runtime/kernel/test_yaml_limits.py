@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from replay import load_scenario
-from replay._errors import ScriptError
-from runtime.kernel import ConfigError, YamlLimitError, load_deployment, load_yaml
+from dsh.replay import load_scenario
+from dsh.replay._errors import ScriptError
+from dsh.runtime.kernel import ConfigError, YamlLimitError, load_deployment, load_yaml
 
 from .test_config import GOOD
 
@@ -86,7 +86,7 @@ def test_a_scenario_file_with_an_alias_bomb_is_refused(tmp_path: Path) -> None:
 _MEASURE = """
 import resource, sys
 resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
-from runtime.kernel import ConfigError, load_deployment
+from dsh.runtime.kernel import ConfigError, load_deployment
 before, cpu = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_SELF).ru_utime
 try:
     load_deployment(sys.argv[1], env={})

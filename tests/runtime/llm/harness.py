@@ -10,7 +10,7 @@ from typing import Any
 
 import msgspec
 
-from runtime.session import decode_data
+from dsh.runtime.session import decode_data
 
 HARNESS = Path(__file__).resolve().parents[3] / "fixtures" / "harness"
 # Recorded logs only: `*.expected.jsonl` files are the original's expected outputs (a repaired log holds an

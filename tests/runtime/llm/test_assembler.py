@@ -6,8 +6,8 @@ import msgspec
 import pytest
 from hypothesis import given
 
-from runtime.llm import AssistantBlock as Block
-from runtime.llm import (
+from dsh.runtime.llm import AssistantBlock as Block
+from dsh.runtime.llm import (
     BlockAssembler,
     BlockEnd,
     BlockStart,

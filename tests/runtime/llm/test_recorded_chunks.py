@@ -9,7 +9,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from runtime.llm import (
+from dsh.runtime.llm import (
     BlockAssembler,
     FinishError,
     Message,

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runtime.kernel import Context, Plugin
-from runtime.llm import (
+from dsh.runtime.kernel import Context, Plugin
+from dsh.runtime.llm import (
     LLM,
     BlockAssembler,
     BlockEnd,
@@ -38,7 +38,7 @@ from runtime.llm import (
     ToolCallDelta,
     UserMessage,
 )
-from runtime.llm import plugin as llm_plugin
+from dsh.runtime.llm import plugin as llm_plugin
 from tests.strategies import stream_chunks, valid_calls
 
 REQUEST = LlmRequest(

@@ -1,11 +1,11 @@
-"""Fixtures for the prompt tests: a context with `runtime.prompt` loaded, and its service."""
+"""Fixtures for the prompt tests: a context with `dsh.runtime.prompt` loaded, and its service."""
 
 from __future__ import annotations
 
 import pytest
 
-from runtime.kernel import Context
-from runtime.prompt import SYSTEM_PROMPT, SystemPrompt, plugin
+from dsh.runtime.kernel import Context
+from dsh.runtime.prompt import SYSTEM_PROMPT, SystemPrompt, plugin
 
 
 @pytest.fixture

@@ -9,8 +9,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from runtime.kernel import ConfigError, Context, ListenerError
-from runtime.prompt import (
+from dsh.runtime.kernel import ConfigError, Context, ListenerError
+from dsh.runtime.prompt import (
     ASSEMBLE,
     IDENTITY,
     PERSONA_SECTION,

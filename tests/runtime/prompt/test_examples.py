@@ -12,11 +12,17 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 from typer.testing import CliRunner
 
-from runtime.cli import main
-from runtime.cli.app import app
-from runtime.kernel import ConfigError, Context, ServiceNotFoundError, load_deployment, load_deployment_into
-from runtime.prompt import SYSTEM_PROMPT, AssembleContext, PromptRenderError, render_prompt
-from runtime.session import STORE, SessionStore
+from dsh.runtime.cli import main
+from dsh.runtime.cli.app import app
+from dsh.runtime.kernel import (
+    ConfigError,
+    Context,
+    ServiceNotFoundError,
+    load_deployment,
+    load_deployment_into,
+)
+from dsh.runtime.prompt import SYSTEM_PROMPT, AssembleContext, PromptRenderError, render_prompt
+from dsh.runtime.session import STORE, SessionStore
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 CODING = EXAMPLES / "coding-agent.yml"
@@ -37,7 +43,7 @@ runner = CliRunner()
 def test_prompt_golden(example: str, snapshot: SnapshotAssertion, tmp_path: Path) -> None:
     deployment = load_deployment(EXAMPLES / example)
     assert deployment.model == "deepseek-v4-flash"
-    assert deployment.provider == "deepseek-official"  # plugins.llm_openai's default route id
+    assert deployment.provider == "deepseek-official"  # dsh.plugins.llm_openai's default route id
     with SessionStore(tmp_path / "sessions.db") as store:
         ctx = Context()
         ctx.provide(STORE, store)  # as the dsh command does: the agent plugin needs it
@@ -150,7 +156,7 @@ def test_dsh_prompt_output_golden(snapshot: SnapshotAssertion) -> None:
 def test_a_model_reference_without_the_agent_plugin_says_to_add_it(tmp_path: Path) -> None:
     deck = tmp_path / "no-agent.yml"
     deck.write_text(
-        "model: m\nplugins:\n  - id: prompt\n    use: runtime.prompt\n"
+        "model: m\nplugins:\n  - id: prompt\n    use: dsh.runtime.prompt\n"
         "    config: {persona: 'powered by the {{model}} model'}\n",
         encoding="utf-8",
     )
@@ -159,7 +165,7 @@ def test_a_model_reference_without_the_agent_plugin_says_to_add_it(tmp_path: Pat
     assert (result.exception.section, result.exception.variable) == ("deployment:persona", "model")
     assert str(result.exception) == (
         'unknown prompt variable "{{model}}" in section "deployment:persona"; registered variables: (none). '
-        "{{model}} is registered by the agent plugin: add `{id: agent, use: runtime.agent}` to the deployment"
+        "{{model}} is registered by the agent plugin: add `{id: agent, use: agent}` to the deployment"
     )
 
 

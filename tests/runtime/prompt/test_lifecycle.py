@@ -10,8 +10,8 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, invariant, precondition, rule
 
-from runtime.kernel import Context, Disposer
-from runtime.prompt import (
+from dsh.runtime.kernel import Context, Disposer
+from dsh.runtime.prompt import (
     SYSTEM_PROMPT,
     AssembleContext,
     DuplicatePromptNameError,

@@ -9,8 +9,8 @@ import anyio
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runtime.kernel import Context, NoConfig, Plugin
-from runtime.prompt import (
+from dsh.runtime.kernel import Context, NoConfig, Plugin
+from dsh.runtime.prompt import (
     SYSTEM_PROMPT,
     AssembleContext,
     PromptAssembly,

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from runtime.kernel import Context
-from runtime.prompt import (
+from dsh.runtime.kernel import Context
+from dsh.runtime.prompt import (
     CHANGE,
     AssembleContext,
     AssembledText,

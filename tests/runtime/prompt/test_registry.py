@@ -10,8 +10,8 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from runtime.kernel import Context, ListenerFailure, Plugin
-from runtime.prompt import (
+from dsh.runtime.kernel import Context, ListenerFailure, Plugin
+from dsh.runtime.prompt import (
     CHANGE,
     PERSONA_SECTION,
     SYSTEM_PROMPT,

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runtime.kernel import DshError
-from runtime.prompt import (
+from dsh.runtime.kernel import DshError
+from dsh.runtime.prompt import (
     CONTEXT_SNAPSHOT_HEADER,
     AssembledText,
     PromptAssembly,

@@ -13,10 +13,10 @@ from typing import Any
 import msgspec
 import pytest
 
-from runtime import tools as tools_plugin
-from runtime.kernel import Context, ListenerError
-from runtime.llm import ToolSpec
-from runtime.prompt import (
+from dsh.runtime import tools as tools_plugin
+from dsh.runtime.kernel import Context, ListenerError
+from dsh.runtime.llm import ToolSpec
+from dsh.runtime.prompt import (
     ASSEMBLE,
     SYSTEM_PROMPT,
     AssembleContext,
@@ -28,8 +28,8 @@ from runtime.prompt import (
     ToolSchemaError,
     ToolSet,
 )
-from runtime.prompt import plugin as prompt_plugin
-from runtime.tools import TOOLS, Tool, ToolContext
+from dsh.runtime.prompt import plugin as prompt_plugin
+from dsh.runtime.tools import TOOLS, Tool, ToolContext
 
 pytestmark = pytest.mark.anyio
 

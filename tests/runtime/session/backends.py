@@ -13,7 +13,7 @@ from typing import Any
 
 import psycopg
 
-from runtime.session import Clock, IdMinter, SessionStoreProtocol, open_store
+from dsh.runtime.session import Clock, IdMinter, SessionStoreProtocol, open_store
 
 __all__ = ["BACKENDS", "INTEGRITY_ERRORS", "Backend"]
 
@@ -31,7 +31,7 @@ class Backend:
     def open(self, *, clock: Clock | None = None, ids: IdMinter | None = None) -> SessionStoreProtocol:
         if self.name == "sqlite":
             # `synchronous=NORMAL` as the SQLite tests always ran: the tests kill clients, not the machine
-            from runtime.session import SessionStore
+            from dsh.runtime.session import SessionStore
 
             return SessionStore(Path(self.spec), clock=clock, ids=ids, synchronous="NORMAL")
         return open_store(self.spec, clock=clock, ids=ids)

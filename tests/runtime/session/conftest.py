@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from runtime.session import CountingIds, FixedClock, SessionStore, SessionStoreProtocol
+from dsh.runtime.session import CountingIds, FixedClock, SessionStore, SessionStoreProtocol
 
 from .backends import BACKENDS, Backend
 

@@ -11,7 +11,7 @@ import sys
 import anyio
 import anyio.to_thread
 
-from runtime.session import SessionStore, open_log
+from dsh.runtime.session import SessionStore, open_log
 from tests.strategies import TurnSpec, turn_events
 
 

@@ -9,8 +9,8 @@ import msgspec
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runtime.llm import TextBlock
-from runtime.session import (
+from dsh.runtime.llm import TextBlock
+from dsh.runtime.session import (
     FORMAT_VERSION,
     CompactionEnd,
     CompactionStart,
@@ -27,7 +27,7 @@ from runtime.session import (
     read_jsonl,
     write_jsonl,
 )
-from runtime.session._store import _event, event_row
+from dsh.runtime.session._store import _event, event_row
 from tests.strategies import TurnSpec, turn_events, turn_specs
 
 

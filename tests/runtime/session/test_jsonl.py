@@ -10,8 +10,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from runtime.llm import ReasoningDelta
-from runtime.session import (
+from dsh.runtime.llm import ReasoningDelta
+from dsh.runtime.session import (
     LogFormatError,
     SessionStoreProtocol,
     StoredEvent,

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from runtime.jsonlines import JsonLimits
-from runtime.session import LogFormatError, SessionStore, import_jsonl
+from dsh.runtime.jsonlines import JsonLimits
+from dsh.runtime.session import LogFormatError, SessionStore, import_jsonl
 from tests.runtime.cli.helpers import DSH, plain_env
 
 from .conftest import snapshot_rows
@@ -109,7 +109,7 @@ with open(path, "wb") as out:
     for _ in range(mib):
         out.write(block)
     out.write(b'"}}\\n')
-from runtime.cli import main
+from dsh.runtime.cli import main
 try:
     main(["sessions", "import", "--store", store, path])
     code = 0

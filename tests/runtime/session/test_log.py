@@ -5,8 +5,8 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from runtime.llm import TextDelta
-from runtime.session import (
+from dsh.runtime.llm import TextDelta
+from dsh.runtime.session import (
     AssistantChunk,
     AssistantChunkData,
     LogRuleError,

@@ -17,7 +17,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from runtime.session import (
+from dsh.runtime.session import (
     Lease,
     LeaseLostError,
     SessionInUseError,

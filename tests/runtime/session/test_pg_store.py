@@ -10,7 +10,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from runtime.session import (
+from dsh.runtime.session import (
     LogGapError,
     SessionStore,
     StoreConnectError,
@@ -18,7 +18,7 @@ from runtime.session import (
     StoreSchemaError,
     open_store,
 )
-from runtime.session._pg import PG_SCHEMA_VERSION
+from dsh.runtime.session._pg import PG_SCHEMA_VERSION
 from tests.pg_server import PgServer
 
 

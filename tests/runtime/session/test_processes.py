@@ -16,7 +16,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from runtime.session import SessionInUseError, SessionStoreProtocol, StoredEvent, open_log, project
+from dsh.runtime.session import SessionInUseError, SessionStoreProtocol, StoredEvent, open_log, project
 
 from .backends import Backend
 

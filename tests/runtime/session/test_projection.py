@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from runtime.session import (
+from dsh.runtime.session import (
     LogRuleError,
     LogState,
     Replace,
@@ -49,7 +49,7 @@ def test_todos_and_the_latest_header_win(store: SessionStoreProtocol) -> None:
 
 
 def test_projection_streams_from_projected_types_only(store: SessionStoreProtocol) -> None:
-    from runtime.session import PROJECTED_TYPES
+    from dsh.runtime.session import PROJECTED_TYPES
 
     session = import_jsonl(store, HARNESS / "subagent-fork-in-process" / "session.jsonl").id
     assert project(store.events(session, types=PROJECTED_TYPES)) == project(store.events(session))

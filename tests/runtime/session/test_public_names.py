@@ -1,14 +1,14 @@
-"""`runtime.session.__all__` names exactly the package's public names, and each resolves."""
+"""`dsh.runtime.session.__all__` names exactly the package's public names, and each resolves."""
 
 from __future__ import annotations
 
-import runtime.session as package
+import dsh.runtime.session as package
 
 
 def test_all_is_honest() -> None:
     exported = list(package.__all__)
     assert exported == sorted(set(exported)), "sorted, no duplicates"
     for name in exported:
-        assert hasattr(package, name), f"runtime.session.{name} is listed but missing"
+        assert hasattr(package, name), f"dsh.runtime.session.{name} is listed but missing"
     public = {name for name in vars(package) if not name.startswith("_")}
     assert public == set(exported), f"public but unlisted: {sorted(public - set(exported))}"

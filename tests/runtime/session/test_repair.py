@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from runtime.llm import ToolCallBlock, ToolResultBlock
-from runtime.session import SessionStoreProtocol, import_jsonl, open_log, project, resume
+from dsh.runtime.llm import ToolCallBlock, ToolResultBlock
+from dsh.runtime.session import SessionStoreProtocol, import_jsonl, open_log, project, resume
 from tests.strategies import TurnSpec, turn_events
 
 from .conftest import HARNESS
@@ -35,7 +35,7 @@ def test_a_requested_tool_that_never_started_gets_tool_not_started(store: Sessio
     session = store.create()
     events = turn_events(1, 0, TurnSpec("go", ("a",), (("bash", None),), closed=False))
     events = events[:-1]  # the crash came before the tool/call was logged
-    from runtime.session import StoredEvent
+    from dsh.runtime.session import StoredEvent
 
     store.append_events(session.id, [StoredEvent.from_event(e, seq=i, time=5) for i, e in enumerate(events)])
     _, appended = resume(store, session.id)

@@ -9,7 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from runtime.session import (
+from dsh.runtime.session import (
     CountingIds,
     FixedClock,
     SessionStore,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from runtime.session import SCHEMA_VERSION, SessionStore, StoreSchemaError, import_jsonl
+from dsh.runtime.session import SCHEMA_VERSION, SessionStore, StoreSchemaError, import_jsonl
 
 from .conftest import HARNESS
 

@@ -25,7 +25,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from runtime.session import (
+from dsh.runtime.session import (
     CountingIds,
     FixedClock,
     OpenTurnError,

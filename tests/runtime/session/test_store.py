@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from runtime.session import (
+from dsh.runtime.session import (
     InvalidBoundaryError,
     LeaseLostError,
     OpenTurnError,
@@ -22,7 +22,7 @@ from runtime.session import (
     import_jsonl,
     project,
 )
-from runtime.session._store import event_row
+from dsh.runtime.session._store import event_row
 
 from .backends import INTEGRITY_ERRORS, Backend
 from .conftest import HARNESS, snapshot_rows

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import sqlite_utils
 
-from runtime.session import SCHEMA_VERSION, LogGapError, SessionStore, StoredEvent
-from runtime.session._store import _INSERT, _migrate_1, event_row
+from dsh.runtime.session import SCHEMA_VERSION, LogGapError, SessionStore, StoredEvent
+from dsh.runtime.session._store import _INSERT, _migrate_1, event_row
 
 from .conftest import snapshot_rows
 

@@ -11,8 +11,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from runtime.llm import LlmFailure, MessageId, TextBlock, TokenUsage, ToolSpec, UserMessage
-from runtime.session import (
+from dsh.runtime.llm import LlmFailure, MessageId, TextBlock, TokenUsage, ToolSpec, UserMessage
+from dsh.runtime.session import (
     EVENT_TYPES,
     BracketData,
     CompactionEnd,

@@ -12,8 +12,8 @@ import sys
 import anyio
 import anyio.to_thread
 
-from runtime.llm import TextDelta
-from runtime.session import (
+from dsh.runtime.llm import TextDelta
+from dsh.runtime.session import (
     AssistantChunk,
     AssistantChunkData,
     StepData,

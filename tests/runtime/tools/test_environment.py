@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from plugins.llm_openai import plugin as openai_plugin
-from plugins.tool_web import plugin as web_plugin
-from runtime.kernel import Context
-from runtime.llm import plugin as llm_plugin
-from runtime.prompt import plugin as prompt_plugin
-from runtime.tools import TOOL_ENV, EnvPolicy, ToolEnvironment, guard
-from runtime.tools import plugin as tools_plugin
-from runtime.tools.guard import SUPPORTED
+from dsh.plugins.llm_openai import plugin as openai_plugin
+from dsh.plugins.tool_web import plugin as web_plugin
+from dsh.runtime.kernel import Context
+from dsh.runtime.llm import plugin as llm_plugin
+from dsh.runtime.prompt import plugin as prompt_plugin
+from dsh.runtime.tools import TOOL_ENV, EnvPolicy, ToolEnvironment, guard
+from dsh.runtime.tools import plugin as tools_plugin
+from dsh.runtime.tools.guard import SUPPORTED
 
 DEFAULT = EnvPolicy()
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from runtime.tools.guard import SUPPORTED, guarded
+from dsh.runtime.tools.guard import SUPPORTED, guarded
 
 pytestmark = pytest.mark.skipif(not SUPPORTED, reason="the supervisor is Linux-only")
 
@@ -69,7 +69,7 @@ def test_when_the_parent_is_killed_every_descendant_dies(tmp_path: Path) -> None
     pids = tmp_path / "pids"
     command = f"setsid sleep 30 & echo $! >> {pids}; sleep 30 & echo $! >> {pids}; echo $$ >> {pids}; wait"
     parent_code = (
-        "import subprocess, sys, time; sys.path.insert(0, sys.argv[1]); from runtime.tools.guard import guarded; "
+        "import subprocess, sys, time; sys.path.insert(0, sys.argv[1]); from dsh.runtime.tools.guard import guarded; "
         "subprocess.Popen(guarded(['bash', '-c', sys.argv[2]]), start_new_session=True); time.sleep(60)"
     )
     root = str(Path(__file__).parents[3])

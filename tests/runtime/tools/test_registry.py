@@ -10,8 +10,8 @@ import anyio
 import pytest
 from jsonschema import Draft202012Validator
 
-from runtime.kernel import Context, NoConfig, Plugin
-from runtime.tools import (
+from dsh.runtime.kernel import Context, NoConfig, Plugin
+from dsh.runtime.tools import (
     EXECUTOR,
     INVALID_ARGUMENTS,
     TOOL_FAILED,
@@ -26,7 +26,7 @@ from runtime.tools import (
     ToolResult,
     arguments,
 )
-from runtime.tools import plugin as tools_plugin
+from dsh.runtime.tools import plugin as tools_plugin
 
 ECHO_SCHEMA = {
     "type": "object",

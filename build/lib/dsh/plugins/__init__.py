@@ -1,0 +1,1 @@
+"""Leaf capabilities of dsh, one package each."""

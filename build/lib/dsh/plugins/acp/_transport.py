@@ -1,0 +1,110 @@
+"""ACP's stdio as anyio byte streams for the one JSON-lines transport (`dsh.runtime.jsonlines.JsonLinesTransport`, which
+frames and bounds what is read): a pipe, socket or terminal through asyncio's pipe transports, and a regular file,
+which those refuse, by plain reads and writes (`dsh acp < requests.jsonl > answers.jsonl`): a regular file never
+makes a read or a write wait."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import stat
+import sys
+
+import anyio
+from anyio.abc import ByteReceiveStream, ByteSendStream
+
+__all__ = ["stdio_streams"]
+
+
+class _PipeIn(ByteReceiveStream):
+    def __init__(self, reader: asyncio.StreamReader) -> None:
+        self._reader = reader
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        data = await self._reader.read(max_bytes)
+        if not data:
+            raise anyio.EndOfStream
+        return data
+
+    async def aclose(self) -> None:
+        """stdin is the process's: nothing to close."""
+
+
+class _Backpressure(asyncio.BaseProtocol):
+    """Open while the pipe takes more; closed between pause_writing and resume_writing."""
+
+    def __init__(self) -> None:
+        self.open = asyncio.Event()
+        self.open.set()
+
+    def pause_writing(self) -> None:
+        self.open.clear()
+
+    def resume_writing(self) -> None:
+        self.open.set()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.open.set()  # a send after this fails in the transport, never waits forever
+
+
+class _PipeOut(ByteSendStream):
+    def __init__(self, transport: asyncio.WriteTransport, protocol: _Backpressure) -> None:
+        self._transport, self._protocol = transport, protocol
+
+    async def send(self, item: bytes) -> None:
+        self._transport.write(item)
+        await self._protocol.open.wait()
+
+    async def aclose(self) -> None:
+        self._transport.close()
+
+
+class _FileIn(ByteReceiveStream):
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        data = os.read(self._fd, max_bytes)
+        if not data:
+            raise anyio.EndOfStream
+        await anyio.lowlevel.checkpoint()
+        return data
+
+    async def aclose(self) -> None:
+        """stdin is the process's: nothing to close."""
+
+
+class _FileOut(ByteSendStream):
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    async def send(self, item: bytes) -> None:
+        view = memoryview(item)
+        while view:
+            view = view[os.write(self._fd, view) :]
+        await anyio.lowlevel.checkpoint()
+
+    async def aclose(self) -> None:
+        """stdout is the process's: nothing to close."""
+
+
+def _regular(fd: int) -> bool:
+    return stat.S_ISREG(os.fstat(fd).st_mode)
+
+
+async def stdio_streams() -> tuple[ByteReceiveStream, ByteSendStream]:
+    """This process's stdin and stdout as anyio byte streams (asyncio backend, as `dsh` runs)."""
+    loop = asyncio.get_running_loop()
+    stdin, stdout = sys.stdin.fileno(), sys.stdout.fileno()
+    receive: ByteReceiveStream
+    if _regular(stdin):
+        receive = _FileIn(stdin)
+    else:
+        reader = asyncio.StreamReader()
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+        receive = _PipeIn(reader)
+    sys.stdout.flush()  # what was printed through sys.stdout goes first
+    if _regular(stdout):
+        return receive, _FileOut(stdout)
+    transport, protocol = await loop.connect_write_pipe(_Backpressure, sys.stdout)
+    return receive, _PipeOut(transport, protocol)

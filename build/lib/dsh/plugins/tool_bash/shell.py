@@ -1,0 +1,184 @@
+"""Running one shell command: a fresh `bash -c` (under the sandbox, when there is one) in its own process group,
+under the supervisor that kills it when dsh dies, both streams read with a bounded tail, a timeout, and the whole
+group killed on timeout or cancellation so nothing outlives the call. A background command (`run_background`) is
+run the same way with no timeout, its output (both streams, as they arrive) handed to a sink, until it exits or is
+cancelled (killed)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import anyio
+from anyio.abc import ByteReceiveStream, Process
+
+from dsh.runtime.tools.guard import guarded
+
+from .sandbox import Sandbox
+
+__all__ = ["ShellOutcome", "Sink", "TailBuffer", "run_background", "run_shell"]
+
+_GRACE_SECONDS = 0.25
+
+
+class Sink(Protocol):
+    """Where a stream's bytes go."""
+
+    def write(self, chunk: bytes) -> None: ...
+
+
+class TailBuffer:
+    """Keeps the last `cap` bytes written to it and counts everything, so a flood costs bounded memory."""
+
+    __slots__ = ("_data", "cap", "total")
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.total = 0
+        self._data = bytearray()
+
+    def write(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        self._data += chunk
+        if len(self._data) > self.cap:
+            del self._data[: len(self._data) - self.cap]
+
+    @property
+    def dropped(self) -> int:
+        return self.total - len(self._data)
+
+    def text(self) -> str:
+        # A cut may land inside a multi-byte character; replacement keeps the tail readable.
+        return self._data.decode("utf-8", errors="replace")
+
+
+@dataclass(frozen=True)
+class ShellOutcome:
+    """What happened: the kept tails of both streams (and how many bytes each lost), the exit status (negative
+    for a signal, as subprocess reports it) and whether the timeout fired."""
+
+    stdout: TailBuffer
+    stderr: TailBuffer
+    returncode: int
+    timed_out: bool
+
+
+async def _drain(stream: ByteReceiveStream | None, sink: Sink) -> None:
+    if stream is None:
+        return
+    async for chunk in stream:
+        sink.write(chunk)
+
+
+async def _collect(process: Process, stdout: Sink, stderr: Sink) -> None:
+    """Read both streams until the shell exits. A background child may keep the pipes open after that: its
+    output is read for a short grace period, then the rest of the group is killed, so no call leaves orphans."""
+    drained = anyio.Event()
+    drains = anyio.CancelScope()
+
+    async def drain_both() -> None:
+        with drains:
+            async with anyio.create_task_group() as streams:
+                streams.start_soon(_drain, process.stdout, stdout)
+                streams.start_soon(_drain, process.stderr, stderr)
+        drained.set()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(drain_both)
+        await process.wait()
+        with anyio.move_on_after(_GRACE_SECONDS):
+            await drained.wait()
+        if not drained.is_set():
+            _kill_group(process)
+        drains.cancel()
+
+
+def _kill_group(process: Process) -> None:
+    with contextlib.suppress(ProcessLookupError):  # the group already exited: nothing left to kill
+        os.killpg(process.pid, signal.SIGKILL)
+
+
+def _argv(command: str, cwd: Path, sandbox: Sandbox | None, workspace: Path | None) -> list[str]:
+    argv = ["bash", "-c", command]
+    if sandbox is not None:
+        argv = sandbox.argv(argv, workspace=workspace or cwd, workdir=cwd)
+    return guarded(argv)
+
+
+async def _stop(process: Process) -> None:
+    _kill_group(process)
+    with anyio.CancelScope(shield=True):
+        await process.wait()
+
+
+@contextlib.asynccontextmanager
+async def _running(
+    command: str, cwd: Path, env: Mapping[str, str] | None, sandbox: Sandbox | None, workspace: Path | None
+) -> AsyncIterator[Process]:
+    """`command` running with `bash -c` in `cwd` (confined by `sandbox` when given), in its own process group so
+    killpg reaches every descendant; on any exception (a cancellation) the group is killed, and the process is
+    always reaped."""
+    process = await anyio.open_process(
+        _argv(command, cwd, sandbox, workspace),
+        cwd=cwd,
+        env=dict(env) if env is not None else None,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        yield process
+    except BaseException:
+        await _stop(process)
+        raise
+    finally:
+        with anyio.CancelScope(shield=True):
+            await process.aclose()
+
+
+def _status(process: Process) -> int:
+    return process.returncode if process.returncode is not None else -signal.SIGKILL
+
+
+async def run_background(
+    command: str,
+    *,
+    cwd: Path,
+    sink: Sink,
+    env: Mapping[str, str] | None = None,
+    sandbox: Sandbox | None = None,
+    workspace: Path | None = None,
+) -> int:
+    """Run `command` as `run_shell` does, with no timeout, writing both streams to `sink` as they arrive; return
+    its exit status (negative for a signal). Cancelled (the job killed, its agent closed), the group is killed and
+    the cancellation propagates; when dsh dies, the supervisor kills it."""
+    async with _running(command, cwd, env, sandbox, workspace) as process:
+        await _collect(process, sink, sink)
+    return _status(process)
+
+
+async def run_shell(
+    command: str,
+    *,
+    cwd: Path,
+    limit_seconds: float,
+    cap: int,
+    env: Mapping[str, str] | None = None,
+    sandbox: Sandbox | None = None,
+    workspace: Path | None = None,
+) -> ShellOutcome:
+    """Run `command` with `bash -c` in `cwd`, confined by `sandbox` (to `workspace`, `cwd` by default) when given.
+    After `limit_seconds` the process group is killed and the outcome says so; on cancellation the group is killed
+    and the cancellation propagates; when dsh dies, the supervisor kills it."""
+    stdout, stderr = TailBuffer(cap), TailBuffer(cap)
+    async with _running(command, cwd, env, sandbox, workspace) as process:
+        with anyio.move_on_after(limit_seconds) as deadline:
+            await _collect(process, stdout, stderr)
+        if deadline.cancelled_caught:
+            await _stop(process)
+    return ShellOutcome(stdout, stderr, _status(process), deadline.cancelled_caught)

@@ -1,0 +1,255 @@
+"""The `bash` tool: its description and schema (names as the original's, so recorded sessions replay), the result
+text with its markers, the plugin and its config (timeouts, output cap, the environment policy and the sandbox)."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+from typing import Any, cast
+
+import anyio
+import msgspec
+
+from dsh.runtime.jobs import JobEnd, JobIO, JobService, background_jobs
+from dsh.runtime.kernel import Context, Plugin
+from dsh.runtime.prompt import SYSTEM_PROMPT, PromptContext, PromptSection
+from dsh.runtime.tools import TOOL_ENV, TOOLS, EnvPolicy, Tool, ToolContext, ToolEnvironment, ToolResult
+
+from .sandbox import POLICIES, Policy, Sandbox, policy_text
+from .shell import ShellOutcome, TailBuffer, run_background, run_shell
+
+__all__ = ["DESCRIPTION", "SANDBOX_CONTEXT", "SECTION", "BashConfig", "EnvConfig", "format_outcome", "plugin"]
+
+SANDBOX_CONTEXT = "sandbox:policy"
+"""The runtime context (order 110, as the original's) stating a sandboxed policy to the model."""
+
+DESCRIPTION = (
+    "Run a command with `bash -c` and return what it printed. Every call starts a fresh shell in the workspace: "
+    "nothing (working directory, variables, functions) carries over between calls, so pass `workdir` rather than "
+    "running `cd`. stdout comes first; stderr follows under a `[stderr]` line. A non-zero exit adds "
+    "`[exit code: N]` as the last line, a timeout adds `[timed out after <n>ms]`, and death by a signal adds "
+    "`[killed by signal: NAME]`. Long output is cut to its tail, with a note saying how much was dropped. "
+    "Prefer the dedicated file tools for reading, writing, editing and searching files."
+)
+BACKGROUND_DESCRIPTION = (
+    " Set `run_in_background: true` for a long-running command: the call returns a job id at once; read its "
+    "output with `job_output` and stop it with `job_kill`."
+)
+"""What DESCRIPTION adds when `run_in_background` is enabled."""
+
+BACKGROUND_PARAMETER: dict[str, Any] = {
+    "type": "boolean",
+    "description": "Run in the background and return a job id at once (read it with job_output, stop it with "
+    "job_kill). No timeout applies.",
+}
+
+SECTION = PromptSection(
+    "tool:bash",
+    105,
+    "After every bash call, look for the `[exit code: N]` marker before trusting the output; when a command "
+    "failed, find out why before moving on.",
+)
+"""The cross-call habit a single call's description cannot carry (check every result's exit code); what a call does
+lives in DESCRIPTION."""
+
+PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "command": {"type": "string", "minLength": 1, "description": "The bash command to run."},
+        "description": {
+            "type": "string",
+            "minLength": 1,
+            "description": "What the command does, in 5-10 words of active voice (shown to the user), "
+            'e.g. "List files in the workspace".',
+        },
+        "timeoutMs": {
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "description": "Timeout in milliseconds; the configured default applies when omitted, and the "
+            "configured maximum caps it. The command is killed when it expires.",
+        },
+        "workdir": {
+            "type": "string",
+            "description": "Directory to run in; defaults to the workspace, and a relative path is resolved "
+            "against it.",
+        },
+    },
+    "required": ["command", "description"],
+}
+
+
+class EnvConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """What commands inherit beyond the default policy: `allow` keeps variables the credential patterns would
+    withhold, `deny` withholds more (names or `*`/`?` patterns; see `dsh.runtime.tools.EnvPolicy`)."""
+
+    allow: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        self.policy()  # validates every entry
+
+    def policy(self) -> EnvPolicy:
+        return EnvPolicy(allow=self.allow, deny=self.deny)
+
+
+class BashConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """`timeout_ms`: the default per call; `max_timeout_ms`: the cap on `timeoutMs`; `output_cap_bytes`: the
+    tail kept of each stream; `env`: the environment policy's additions; `sandbox`: the file policy each command
+    runs under; `sandbox_network`: whether a sandboxed command may use the network; `run_in_background`: whether
+    a call may run its command as a background job (needs `dsh.runtime.jobs`)."""
+
+    timeout_ms: int = 120_000
+    max_timeout_ms: int = 600_000
+    output_cap_bytes: int = 30_000
+    env: EnvConfig = EnvConfig()
+    sandbox: str = "danger-full-access"
+    sandbox_network: bool = False
+    run_in_background: bool = False
+
+    @property
+    def policy(self) -> Policy:
+        return cast(Policy, self.sandbox)  # checked in __post_init__
+
+    def __post_init__(self) -> None:
+        if self.sandbox not in POLICIES:
+            valid = ", ".join(f'"{policy}"' for policy in POLICIES)
+            raise msgspec.ValidationError(f'`sandbox` is "{self.sandbox}"; the file policies are {valid}')
+        for name in ("timeout_ms", "max_timeout_ms", "output_cap_bytes"):
+            if getattr(self, name) <= 0:
+                raise msgspec.ValidationError(f"`{name}` must be positive")
+        if self.timeout_ms > self.max_timeout_ms:
+            raise msgspec.ValidationError("`timeout_ms` must not exceed `max_timeout_ms`")
+
+
+def _stream_text(buffer: TailBuffer) -> str:
+    text = buffer.text()
+    if buffer.dropped:
+        text = f"[output truncated: the first {buffer.dropped} of {buffer.total} bytes were dropped]\n{text}"
+    return text
+
+
+def format_outcome(outcome: ShellOutcome, *, timeout_ms: int, sandbox: Sandbox | None = None) -> str:
+    """stdout, then `[stderr]` and stderr, or `(no output)`; then the markers (under a sandbox, a failed command's
+    says what the sandbox blocks), the exit code last."""
+    text = _stream_text(outcome.stdout)
+    if outcome.stderr.total:
+        if text and not text.endswith("\n"):
+            text += "\n"
+        text += "[stderr]\n" + _stream_text(outcome.stderr)
+    if not text:
+        text = "(no output)"
+    markers = []
+    if outcome.timed_out:
+        markers.append(f"[timed out after {timeout_ms}ms]")
+    if sandbox is not None and outcome.returncode != 0 and not outcome.timed_out:
+        markers.append(sandbox.refusal_note())
+    if outcome.returncode < 0:
+        markers.append(f"[killed by signal: {signal.Signals(-outcome.returncode).name}]")
+    elif outcome.returncode > 0:
+        markers.append(f"[exit code: {outcome.returncode}]")
+    if markers:
+        text = text + ("" if text.endswith("\n") else "\n") + "\n".join(markers)
+    return text
+
+
+def _no_workdir(workdir: Path) -> ToolResult:
+    return ToolResult.error("WORKDIR_NOT_FOUND", f"workdir {workdir} does not exist or is not a directory")
+
+
+def _make_tool(
+    config: BashConfig, environment: ToolEnvironment, sandbox: Sandbox | None, jobs: JobService | None
+) -> Tool:
+    env_policy = config.env.policy()
+
+    async def background(arguments: dict[str, Any], context: ToolContext, workdir: Path) -> ToolResult:
+        if jobs is None:
+            return ToolResult.error(
+                "INVALID_ARGUMENTS",
+                'run_in_background is disabled for this tool instance ("bash"); call it again without '
+                "run_in_background and wait for the result",
+            )
+        if context.agent is None:
+            return ToolResult.error("NO_CALLING_AGENT", "a background bash job requires a calling agent")
+        command = arguments["command"]
+        env = environment.child_env(os.environ, env_policy)
+
+        async def work(io: JobIO) -> JobEnd:
+            code = await run_background(
+                command, cwd=workdir, sink=io, env=env, sandbox=sandbox, workspace=context.cwd
+            )
+            return JobEnd("completed", exit_code=code)
+
+        job = await jobs.of(context.agent).start(
+            "stream",
+            "bash",
+            work,
+            label=arguments["description"] or command,
+            call_id=context.call_id,
+            turn=context.turn,
+            step=context.step,
+        )
+        return ToolResult(
+            f"started background job {job.id}; read its output with job_output, stop it with job_kill",
+            meta={"jobId": job.id},
+        )
+
+    async def execute(arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        timeout_ms = int(min(arguments.get("timeoutMs", config.timeout_ms), config.max_timeout_ms))
+        workdir = context.cwd / Path(arguments.get("workdir", "."))
+        if arguments.get("run_in_background"):
+            # nothing awaits before the job is started, so sibling calls of one step number their jobs in call
+            # order, however their threads and processes are scheduled: the workdir is checked synchronously
+            if not workdir.is_dir():
+                return _no_workdir(workdir)
+            return await background(arguments, context, workdir)
+        if not await anyio.Path(workdir).is_dir():
+            return _no_workdir(workdir)
+        outcome = await run_shell(
+            arguments["command"],
+            cwd=workdir,
+            limit_seconds=timeout_ms / 1000,
+            cap=config.output_cap_bytes,
+            env=environment.child_env(os.environ, env_policy),  # read per call: plugins declare secrets later
+            sandbox=sandbox,
+            workspace=context.cwd,
+        )
+        return ToolResult(
+            format_outcome(outcome, timeout_ms=timeout_ms, sandbox=sandbox),
+            meta={"exitCode": outcome.returncode, "timedOut": outcome.timed_out},
+        )
+
+    if jobs is None:
+        return Tool(name="bash", description=DESCRIPTION, parameters=PARAMETERS, execute=execute)
+    parameters = {
+        **PARAMETERS,
+        "properties": {**PARAMETERS["properties"], "run_in_background": BACKGROUND_PARAMETER},
+    }
+    return Tool(
+        name="bash", description=DESCRIPTION + BACKGROUND_DESCRIPTION, parameters=parameters, execute=execute
+    )
+
+
+def _apply(ctx: Context, config: BashConfig) -> None:
+    sandbox = None
+    if config.policy != "danger-full-access":
+        # Checked now, so a deployment that asks for a sandbox it cannot have fails to load instead of running
+        # commands unconfined.
+        sandbox = Sandbox.check(config.policy, network=config.sandbox_network, plugin=ctx.plugin_id)
+    jobs = background_jobs(ctx, tool="bash") if config.run_in_background else None
+    ctx.get(TOOLS).register(_make_tool(config, ctx.get(TOOL_ENV), sandbox, jobs))
+    prompt = ctx.get(SYSTEM_PROMPT)
+    prompt.section(SECTION)
+    if sandbox is not None:
+        prompt.context(
+            PromptContext(SANDBOX_CONTEXT, 110, policy_text(sandbox.policy, network=sandbox.network))
+        )
+
+
+plugin = Plugin(
+    name="tool-bash",
+    apply=_apply,
+    config=BashConfig,
+    needs=(SYSTEM_PROMPT, TOOLS, TOOL_ENV),
+    description="the bash tool, its tool:bash prompt section and, under a sandbox, the sandbox:policy context",
+)

@@ -1,0 +1,48 @@
+"""The files below a directory of the workspace, as glob and grep see them: regular files only, hidden and ignored
+ones included, the configured directory names skipped, and no symlink followed out of the workspace."""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from .paths import Workspace
+
+__all__ = ["FoundFile", "walk_files"]
+
+
+@dataclass(frozen=True)
+class FoundFile:
+    """A file found below the searched directory: where it was found (`path`, `relative` to the searched directory
+    with `/` separators), the real file it names, and that file's modification time."""
+
+    path: str
+    relative: str
+    real: str
+    mtime: float
+
+
+def walk_files(workspace: Workspace, top: str, exclude_dirs: tuple[str, ...]) -> Iterator[FoundFile]:
+    """Every regular file below the real directory `top`, in no particular order.
+
+    Symlinked directories are not descended (no loops, no file listed twice); a symlinked file is included only
+    if its target is a regular file inside the workspace.
+    """
+    excluded = set(exclude_dirs)
+    for directory, dirnames, filenames in os.walk(top, followlinks=False):
+        dirnames[:] = [name for name in dirnames if name not in excluded]
+        for name in filenames:
+            path = os.path.join(directory, name)
+            real = os.path.realpath(path) if os.path.islink(path) else path
+            if not workspace.contains(real):
+                continue
+            try:
+                info = os.stat(real)
+            except OSError:
+                continue  # vanished since it was listed, or a broken symlink: not a file to report
+            if not stat.S_ISREG(info.st_mode):
+                continue
+            relative = os.path.relpath(path, top).replace(os.sep, "/")
+            yield FoundFile(path=path, relative=relative, real=real, mtime=info.st_mtime)

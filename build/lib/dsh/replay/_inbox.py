@@ -1,0 +1,309 @@
+"""Inbox input in a re-run: where each input was spliced into a recorded log (`Delivery`, read by the script walk
+through `Positions`), and `RecordedInbox`, the inbox gate that admits each live input at that position and holds
+each agent at a boundary until the input due before it has arrived. A background child's report therefore lands in
+the parent's log exactly where the recording has it, however the scheduler interleaves the two agents."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import anyio
+import msgspec
+
+from dsh.runtime.agent import Agent, InputSource, QueueTarget, Splice
+from dsh.runtime.llm import OtherSource, PluginSource, ToolSource, UserMessage, UserSource
+from dsh.runtime.session import (
+    Event,
+    InboxSpliced,
+    InboxSplicedData,
+    InboxTarget,
+    StepEnd,
+    StepStart,
+    TurnEnd,
+    TurnStart,
+)
+
+from ._errors import ReplayMismatch
+
+__all__ = ["Delivery", "Position", "Positions", "RecordedInbox", "source_kind"]
+
+Position = tuple[str, int, int] | None
+"""The last boundary (`turn/start`, `step/start`, `step/end`, `turn/end`, or a claim `claim <target>`) logged
+before a point of a log, with its turn and step (0 where it has none); None: before any."""
+
+BoundLog = Callable[[str], str | None]
+"""Live session id -> the name of the recorded log it is bound to (None: none)."""
+
+_WAIT_S = 60.0
+"""How long a held agent waits for input its recording says is due, before the re-run fails naming it."""
+
+
+def source_kind(source: UserSource | PluginSource | ToolSource | OtherSource) -> str:
+    """A source's kind as the log writes it (`user`, `plugin`, `tool`, or a plugin's own such as
+    `subagent-report`)."""
+    if isinstance(source, OtherSource):
+        return source.name
+    if isinstance(source, UserSource):
+        return "user"
+    if isinstance(source, PluginSource):
+        return "plugin"
+    assert isinstance(source, ToolSource)
+    return "tool"
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """One input queued in a recorded log: its target queue, the position it was spliced at, its source kind, the
+    session that sent it (`senderSessionId`, if the source names one), the message, and its key (`jobId`: the
+    background job a notice is about)."""
+
+    target: InboxTarget
+    position: Position
+    kind: str
+    sender: str | None
+    message: UserMessage
+    key: str | None = None
+
+
+class _Sender(msgspec.Struct):
+    senderSessionId: str | None = None  # the wire's own keys
+    jobId: str | None = None
+
+
+class _Item(msgspec.Struct):
+    source: _Sender | None = None
+
+
+class _Inserted(msgspec.Struct):
+    inserted: list[_Item] = msgspec.field(default_factory=list)
+
+
+_INSERTED = msgspec.json.Decoder(_Inserted)
+
+
+class Positions:
+    """Follows a log's positions event by event (the recorded walk and the live gate use the same rules)."""
+
+    __slots__ = ("current",)
+
+    def __init__(self, current: Position = None) -> None:
+        self.current = current
+
+    def after(self, event: Event) -> Position:
+        """The position once `event` is logged (unchanged for an event that is not a boundary or a claim)."""
+        if isinstance(event, TurnStart | TurnEnd):
+            return (event.__struct_config__.tag, event.data.turn, 0)  # type: ignore[return-value]
+        if isinstance(event, StepStart | StepEnd):
+            return (event.__struct_config__.tag, event.data.turn, event.data.step)  # type: ignore[return-value]
+        if isinstance(event, InboxSpliced) and event.data.removed_count:
+            turn, step = (self.current[1], self.current[2]) if self.current is not None else (0, 0)
+            return (f"claim {event.data.target}", turn, step)
+        return self.current
+
+    def feed(self, event: Event, raw: str | None = None) -> list[Delivery]:
+        """Move past `event`; a queued input (a splice that inserts) is returned as its deliveries."""
+        if isinstance(event, InboxSpliced) and not event.data.removed_count and event.data.inserted:
+            return self._queued(event.data, raw)
+        self.current = self.after(event)
+        return []
+
+    def _queued(self, data: InboxSplicedData, raw: str | None) -> list[Delivery]:
+        items = _INSERTED.decode(raw).inserted if raw is not None else []
+        out = []
+        for index, message in enumerate(data.inserted):
+            source = items[index].source if index < len(items) else None
+            sender = source.senderSessionId if source is not None else None
+            key = source.jobId if source is not None else None
+            out.append(Delivery(data.target, self.current, source_kind(message.source), sender, message, key))
+        return out
+
+
+@dataclass
+class _Slot:
+    delivery: Delivery
+    taken: bool = False
+    spliced: bool = False
+    splice: Splice | None = None
+    splicing: bool = False
+
+    async def enter(self, session: _Session) -> None:
+        """Splice the input (once, whoever gets here first: its sender, or the agent at a boundary)."""
+        if self.splicing:
+            return
+        self.splicing = True
+        assert self.splice is not None, "a slot is entered only once its sender has arrived"
+        await self.splice()
+        self.spliced = True
+        session.notify()
+
+
+@dataclass
+class _Session:
+    """One recorded log's deliveries, and where the live agent bound to it is."""
+
+    name: str
+    slots: list[_Slot]
+    agent: Agent | None = None
+    positions: Positions = field(default_factory=Positions)
+    changed: anyio.Event = field(default_factory=anyio.Event)
+
+    def notify(self) -> None:
+        changed, self.changed = self.changed, anyio.Event()
+        changed.set()
+
+    def due(self) -> list[_Slot]:
+        return [s for s in self.slots if not s.spliced and s.delivery.position == self.positions.current]
+
+
+def _idle(position: Position) -> bool:
+    """Whether an agent at `position` is between turns (before its first, or after a `turn/end`)."""
+    return position is None or position[0] == "turn/end"
+
+
+def _live_position(agent: Agent) -> Position:
+    """Where a live agent's log is when the gate first sees it: a new log is before any boundary; a reopened one
+    is after its last turn (resume closed any open turn)."""
+    state = agent.log.state
+    if state.open_turn is not None or state.last_turn == 0:
+        return None
+    return ("turn/end", state.last_turn, 0)
+
+
+class RecordedInbox:
+    """The replay's inbox gate (dsh.runtime.agent's `InboxGate`). `logs`: each recorded log's name, id and deliveries;
+    `bound`: live session id -> the recorded log's name (the replay adapter's binding), None when unbound."""
+
+    def __init__(self, logs: list[tuple[str, str, tuple[Delivery, ...]]], bound: BoundLog) -> None:
+        self._sessions = {
+            name: _Session(name, [_Slot(d) for d in deliveries]) for name, _, deliveries in logs
+        }
+        self._ids = {log_id: name for name, log_id, _ in logs}
+        self._bound = bound
+        self._problems: list[ReplayMismatch] = []
+
+    def assert_consumed(self) -> None:
+        """Raise the first input the recording does not have (admitted when it was queued, as live), else one for
+        a recorded input that no live sender delivered."""
+        if self._problems:
+            raise self._problems[0]
+        for session in self._sessions.values():
+            missing = [s.delivery for s in session.slots if not s.spliced]
+            if missing:
+                listed = "; ".join(f"{d.target} {d.kind} at {d.position}" for d in missing)
+                raise ReplayMismatch(
+                    f"replay mismatch: {session.name} records input the re-run never queued: {listed}",
+                    session_id=None if session.agent is None else session.agent.id,
+                    log=session.name,
+                    call=None,
+                    recorded=listed,
+                    asked="nothing",
+                )
+
+    def _session(self, agent: Agent) -> _Session | None:
+        name = self._bound(agent.id)
+        session = None if name is None else self._sessions.get(name)
+        if session is None or not session.slots:
+            return None
+        if session.agent is not agent:  # first seen, or reopened (resume): start from its log
+            session.agent = agent
+            session.positions = Positions(_live_position(agent))
+        return session
+
+    def _sender_log(self, sender: str | None) -> str | None:
+        return None if sender is None else self._bound(sender)
+
+    async def deliver(
+        self,
+        agent: Agent,
+        target: QueueTarget,
+        source: InputSource,
+        splice: Splice,
+        *,
+        sender: str | None,
+        key: str | None = None,
+    ) -> None:
+        session = self._session(agent)
+        if session is None:
+            await splice()
+            return
+        kind, sender_log = source_kind(source), self._sender_log(sender)
+        slot = next(
+            (
+                s
+                for s in session.slots
+                if not s.taken
+                # `next` is decided at admission: at the recorded position, as the recording decided it
+                and (target == "next" or s.delivery.target == target)
+                and s.delivery.kind == kind
+                # a recorded sender pairs with the live session bound to its log; an input the recording does not
+                # say the sender of (a message a parent sent its child) pairs with whoever sends it, in order
+                and (s.delivery.sender is None or self._ids.get(s.delivery.sender) == sender_log)
+                # a job's notice pairs with the recorded notice of the same job (ids are numbered in the log, so a
+                # re-run's are the recording's), however the jobs' settlements were scheduled
+                and (s.delivery.key is None or s.delivery.key == key)
+            ),
+            None,
+        )
+        if slot is None:
+            recorded = [
+                f"{s.delivery.target} {s.delivery.kind} at {s.delivery.position}" for s in session.slots
+            ]
+            problem = ReplayMismatch(
+                f"replay mismatch: {session.name} records no more {target} input from a {kind} source"
+                f"{'' if sender_log is None else f' sent by {sender_log}'}; recorded inputs: {recorded}",
+                session_id=agent.id,
+                log=session.name,
+                call=None,
+                recorded="; ".join(recorded),
+                asked=f"{target} input from {kind}",
+            )
+            # not raised here: the input enters as it would live, and what it leads to meets the recording's end
+            # (the replay adapter names the call with no recorded entry); a re-run reports it as its mismatch
+            self._problems.append(problem)
+            await splice()
+            return
+        slot.taken = True
+        slot.splice = splice
+        session.notify()  # an agent held at a boundary may be waiting for this input
+        index = session.slots.index(slot)
+        while not slot.spliced:
+            if (
+                _idle(session.positions.current)
+                and session.positions.current == slot.delivery.position
+                and all(s.spliced for s in session.slots[:index])
+            ):
+                # the agent is between turns: nothing of its own is logged until its next turn starts (which
+                # waits for this input), so the input enters now, in recorded order
+                await slot.enter(session)
+                continue
+            await session.changed.wait()
+
+    async def boundary(self, agent: Agent, event: Event) -> None:
+        session = self._session(agent)
+        if session is None:
+            return
+        with anyio.move_on_after(_WAIT_S) as waited:
+            # inside a turn the input due here enters just before the agent leaves this position, in recorded
+            # order (each as soon as its sender has queued it: a later sender may wait on an earlier one's entry),
+            # so it lands at the same place in every re-run, however the senders were scheduled
+            while due := session.due():
+                if due[0].taken and not due[0].splicing:
+                    await due[0].enter(session)
+                else:
+                    await session.changed.wait()
+        if waited.cancelled_caught:
+            missing = [f"{s.delivery.target} {s.delivery.kind}" for s in session.due()]
+            problem = ReplayMismatch(
+                f"replay mismatch: {session.name} records input {missing} before {event.__struct_config__.tag} at "
+                f"{session.positions.current}, and no live sender delivered it in {_WAIT_S:g} s",
+                session_id=agent.id,
+                log=session.name,
+                call=None,
+                recorded=", ".join(missing),
+                asked=str(event.__struct_config__.tag),
+            )
+            self._problems.append(problem)
+            raise problem
+        session.positions.current = session.positions.after(event)
+        session.notify()

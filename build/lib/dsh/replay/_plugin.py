@@ -1,0 +1,76 @@
+"""The `replay` plugin: loads a recording and registers a `ReplayAdapter` with `LlmRuntime` under the provider ids
+the recording was made with, so a deployment replays it by swapping its live adapter plugin for this one; and
+provides the recording's inbox gate, which admits queued input where the recording spliced it."""
+
+from __future__ import annotations
+
+import msgspec
+
+from dsh.runtime.agent import INBOX_GATE
+from dsh.runtime.kernel import Context, Plugin, ServiceKey
+from dsh.runtime.llm import LLM
+from dsh.runtime.session import STORE
+
+from ._adapter import ReplayAdapter
+from ._inbox import RecordedInbox
+from ._recording import load_recording
+from ._tools import ToolMode, serve_recorded_tools
+
+__all__ = ["DEFAULT_PROVIDER", "REPLAY", "ReplayConfig", "plugin"]
+
+DEFAULT_PROVIDER = "replay"
+
+
+class ReplayConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """`log`: a JSONL log or a scenario directory (`session.jsonl`, `session.N.jsonl`, `override.json`).
+    `children`: more child logs. `override`: an override file (for a directory: instead of its `override.json`).
+    `providers`: the provider ids to serve; empty (the default) serves every provider id the recording's
+    `request/header` events name, or `replay` when they name none. `routes`: more provider ids to serve it under as
+    well (a deployment's own routes, whatever they are called). `pace_ms`: a delay before each chunk.
+    `tools`: per tool name, `live` (run it) or `recorded` (serve the recording's result); a tool not named is
+    recorded when its definition is not hermetic (see replay/_tools.py)."""
+
+    log: str
+    children: tuple[str, ...] = ()
+    override: str | None = None
+    providers: tuple[str, ...] = ()
+    routes: tuple[str, ...] = ()
+    pace_ms: float = 0.0
+    tools: dict[str, ToolMode] = msgspec.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.log:
+            raise ValueError("log must name a JSONL log or a scenario directory")
+        if not self.pace_ms >= 0:
+            raise ValueError(f"pace_ms must be >= 0, got {self.pace_ms}")
+        if any(not provider for provider in self.providers):
+            raise ValueError("a provider id must be non-empty")
+        if len(set(self.providers)) != len(self.providers):
+            raise ValueError(f"providers lists an id twice: {list(self.providers)}")
+
+
+REPLAY = ServiceKey[ReplayAdapter]("replay")
+"""The loaded replay adapter: a driver reads `ctx.get(REPLAY).assert_consumed()` at the end of a run."""
+
+
+def _apply(ctx: Context, config: ReplayConfig) -> None:
+    recording = load_recording(config.log, children=config.children, override=config.override)
+    adapter = ReplayAdapter(recording, sessions=ctx.get(STORE), pace_ms=config.pace_ms)
+    llm = ctx.get(LLM)
+    served = config.providers or recording.providers or (DEFAULT_PROVIDER,)
+    for provider in dict.fromkeys((*served, *config.routes)):
+        llm.register(provider, adapter)
+    ctx.provide(REPLAY, adapter)
+    serve_recorded_tools(ctx, adapter, config.tools)
+    logs = [(script.log.name, script.log.id, script.deliveries) for script in recording.scripts]
+    ctx.provide(INBOX_GATE, RecordedInbox(logs, adapter.bound_log))
+
+
+plugin = Plugin(
+    name="replay",
+    apply=_apply,
+    config=ReplayConfig,
+    needs=(LLM, STORE),
+    provides=(REPLAY, INBOX_GATE),
+    description="replays a recorded session's model calls: registers the replay adapter under its provider ids",
+)

@@ -1,0 +1,116 @@
+"""A recording: the scripts of one recorded run, the primary (root) log and its child logs, with the primary's
+overrides applied. Loaded from a scenario directory, from JSONL files, or from a session store."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from dsh.runtime.session import SessionStoreProtocol
+
+from ._errors import OverrideError, ScriptError
+from ._overrides import Overrides, load_overrides
+from ._script import Script, derive_script
+from ._source import RecordedLog, read_log, stored_log
+
+__all__ = ["Recording", "load_recording", "stored_recording"]
+
+ROOT_LOG = "session.jsonl"
+OVERRIDE_FILE = "override.json"
+ORIGINAL_OVERRIDE_FILE = "replay.override.json"
+_CHILD = re.compile(r"session\.(\d+)\.jsonl")
+
+
+@dataclass(frozen=True, slots=True)
+class Recording:
+    """The primary log's script and its child logs' scripts, children ordered by `createdAt`, then id (the order in
+    which the original numbered them), each sliced at its seed; `logs` are the recorded logs themselves, in the same
+    order (what a recorded tool's result is read from)."""
+
+    root: Script
+    children: tuple[Script, ...] = ()
+    logs: tuple[RecordedLog, ...] = ()
+
+    @property
+    def scripts(self) -> tuple[Script, ...]:
+        return (self.root, *self.children)
+
+    @property
+    def providers(self) -> tuple[str, ...]:
+        """Every provider id the recording's request headers name, in order of first appearance."""
+        seen: dict[str, None] = {}
+        for script in self.scripts:
+            seen.update(dict.fromkeys(script.providers))
+        return tuple(seen)
+
+    def context_window(self, provider: str, model: str) -> int | None:
+        """The context window the recording's `request/context` stated for (`provider`, `model`): the primary log's
+        last one, else the first child log's that names the route; None when no log stated one."""
+        for script in self.scripts:
+            if (provider, model) in script.windows:
+                return script.windows[(provider, model)]
+        return None
+
+
+def _recording(root: RecordedLog, children: Sequence[RecordedLog], overrides: Overrides | None) -> Recording:
+    ordered = sorted(children, key=lambda log: (log.info.created_at, log.info.id))
+    return Recording(
+        derive_script(root, overrides), tuple(derive_script(child) for child in ordered), (root, *ordered)
+    )
+
+
+def child_logs(directory: Path) -> list[Path]:
+    """`session.1.jsonl`, `session.2.jsonl`, ... of a scenario directory, in number order."""
+    numbered = [
+        (int(match.group(1)), path)
+        for path in directory.iterdir()
+        if (match := _CHILD.fullmatch(path.name)) is not None
+    ]
+    return [path for _, path in sorted(numbered)]
+
+
+def load_recording(
+    log: str | Path, *, children: Sequence[str | Path] = (), override: str | Path | None = None
+) -> Recording:
+    """The recording of `log`: a JSONL file, or a scenario directory holding `session.jsonl`, its child logs
+    `session.N.jsonl` and optionally `override.json` (which applies to the primary log). `children` adds child logs,
+    `override` names an override file (for a directory: instead of its `override.json`)."""
+    path = Path(log)
+    child_paths = [Path(child) for child in children]
+    if path.is_dir():
+        directory = path
+        path = directory / ROOT_LOG
+        if not path.is_file():
+            raise ScriptError(
+                f"no {ROOT_LOG} here; a scenario directory holds {ROOT_LOG} (+ session.N.jsonl, override.json)",
+                place=str(directory),
+            )
+        child_paths = child_logs(directory) + child_paths
+        if override is None and (directory / OVERRIDE_FILE).is_file():
+            override = directory / OVERRIDE_FILE
+        elif override is None and (directory / ORIGINAL_OVERRIDE_FILE).is_file():
+            raise OverrideError(
+                f"this directory holds the original's positional {ORIGINAL_OVERRIDE_FILE}, which dsh does not read; "
+                f"write its overrides by key in {OVERRIDE_FILE} (see replay/README.md), or pass another override file",
+                file=str(directory / ORIGINAL_OVERRIDE_FILE),
+            )
+    overrides = None if override is None else load_overrides(override)
+    return _recording(read_log(path), [read_log(child) for child in child_paths], overrides)
+
+
+def stored_recording(
+    store: SessionStoreProtocol, session_id: str, *, override: str | Path | None = None
+) -> Recording:
+    """The recording of a stored session and every session below it (children, grandchildren, ...)."""
+    sessions = store.sessions()
+    below: set[str] = {session_id}
+    grew = True
+    while grew:  # a child may sort before its parent (equal createdAt): repeat until nothing joins
+        joined = {info.id for info in sessions if info.parent_id in below} - below
+        below |= joined
+        grew = bool(joined)
+    children = [stored_log(store, info.id) for info in sessions if info.id in below and info.id != session_id]
+    overrides = None if override is None else load_overrides(override)
+    return _recording(stored_log(store, session_id), children, overrides)

@@ -1,0 +1,245 @@
+"""Scenarios: `fixtures/<name>/` holds `scenario.yml` (which deployment, a config overlay, the user inputs), the
+recorded `session.jsonl` (+ child logs `session.N.jsonl`), optionally `override.json` and a `workspace/` that is
+copied into a fresh directory for each run. This module reads them and builds the deployment a run loads."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import yaml
+
+from dsh.runtime.kernel import Deployment, PluginEntry, decode_plugin_config, load_deployment, load_yaml
+
+from ._authored import ScriptedConfig, scripted_plugin
+from ._errors import ScriptError
+from ._layout import SCENARIO_FILE
+from ._plugin import DEFAULT_PROVIDER, ReplayConfig
+from ._plugin import plugin as replay_plugin
+from ._recording import ROOT_LOG
+from ._source import read_log
+from ._tools import ToolMode
+
+__all__ = [
+    "DEFAULT_DEPLOYMENT",
+    "SCENARIO_FILE",
+    "Scenario",
+    "ScenarioDoc",
+    "SteerDoc",
+    "discover",
+    "live_deployment",
+    "load_scenario",
+    "replay_deployment",
+    "scripted_deployment",
+    "with_replay",
+]
+
+WORKSPACE_DIR = "workspace"
+DEFAULT_DEPLOYMENT = Path(__file__).with_name("default-deployment.yml")
+LIVE_TRANSPORT = "llm_openai"
+"""The live transport a replay stands in for, by its declared plugin name (whatever `use:` spelled it)."""
+RETRY = "retry"
+"""The retry plugin whose waits a replay zeroes, by its declared name."""
+
+
+class SteerDoc(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """Steering typed while turn `turn` runs: queued (`next-step`) when its step `step` logs its model message,
+    so it enters the next step (a step that called no tool is followed by one more, for the steering)."""
+
+    turn: int
+    step: int
+    text: str
+
+
+class ScenarioDoc(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """`scenario.yml`. `deployment`: a deployment file, relative to the scenario (default: replay's own, every core
+    plugin and tool). `overlay`: per plugin id, config keys laid over the deployment's (a persona edit, a tool's
+    limits). `inputs`: the user's message of each turn (default: the ones the recording logged). `resume_before`: turns
+    before which the agent is closed and its session resumed (default: where the recording was). `model` and
+    `provider`: the agent's (default: what the recording's first request header names). `tools`: per tool name, `live`
+    or `recorded` in a replay (default: recorded exactly for the tools whose definition is not hermetic, such as
+    web_fetch and web_search; see replay/_tools.py). `steer`: steering typed
+    during a turn (see `SteerDoc`). `left_queued`: per turn N in `resume_before`, a prompt queued just before the
+    agent is closed and left unclaimed (a crash), which the resumed agent's inbox starts turn N with; `inputs` then
+    has no entry for turn N. `woken_turns`: turns no user input opens, which the agent's inbox starts (a background
+    child's settlement notice); `inputs` has no entry for them either. A re-run of a recording that logged its
+    inbox feeds the input as the log has it."""
+
+    description: str = ""
+    deployment: str | None = None
+    overlay: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)
+    inputs: list[str] | None = None
+    resume_before: list[int] = msgspec.field(default_factory=list)
+    model: str | None = None
+    provider: str | None = None
+    tools: dict[str, ToolMode] = msgspec.field(default_factory=dict)
+    steer: list[SteerDoc] = msgspec.field(default_factory=list)
+    left_queued: dict[int, str] = msgspec.field(default_factory=dict)
+    woken_turns: list[int] = msgspec.field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A scenario directory (or a bare log file, which is a scenario with defaults)."""
+
+    name: str
+    log: Path
+    directory: Path | None
+    doc: ScenarioDoc
+
+    @property
+    def workspace(self) -> Path | None:
+        if self.directory is None:
+            return None
+        path = self.directory / WORKSPACE_DIR
+        return path if path.is_dir() else None
+
+    @property
+    def deployment_file(self) -> Path:
+        """`deployment` relative to the scenario; when no such file is there, relative to the current directory (a
+        project's root, where `dsh replay` runs); default: replay's own."""
+        if self.doc.deployment is None or self.directory is None:
+            return DEFAULT_DEPLOYMENT
+        beside = (self.directory / self.doc.deployment).resolve()
+        if beside.exists() or not Path(self.doc.deployment).is_file():
+            return beside
+        return Path(self.doc.deployment).resolve()
+
+
+def load_scenario(path: Path) -> Scenario:
+    """A scenario directory, or a JSONL log file taken as a scenario with defaults."""
+    if path.is_file():
+        return Scenario(path.stem, path, None, ScenarioDoc())
+    if not path.is_dir():
+        raise ScriptError(
+            "no such file or directory; expected a JSONL log or a scenario directory", place=str(path)
+        )
+    doc = ScenarioDoc()
+    spec = path / SCENARIO_FILE
+    if spec.is_file():
+        try:
+            doc = msgspec.convert(
+                load_yaml(spec.read_text(encoding="utf-8"), name=str(spec)) or {}, ScenarioDoc, strict=True
+            )
+        except (yaml.YAMLError, msgspec.ValidationError) as error:
+            raise ScriptError(f"bad {SCENARIO_FILE}: {error}", place=str(spec)) from None
+    return Scenario(path.name, path / ROOT_LOG, path, doc)
+
+
+def discover(root: Path) -> list[Scenario]:
+    """Every scenario directory below `root` (those holding `scenario.yml`), named by their path from `root`."""
+    found = []
+    for spec in sorted(root.rglob(SCENARIO_FILE)):
+        scenario = load_scenario(spec.parent)
+        found.append(
+            Scenario(spec.parent.relative_to(root).as_posix(), scenario.log, scenario.directory, scenario.doc)
+        )
+    return found
+
+
+def _overlaid(entry: PluginEntry, keys: dict[str, Any]) -> PluginEntry:
+    raw = {**msgspec.to_builtins(entry.config), **keys}
+    config = decode_plugin_config(type(entry.config), raw, plugin=entry.id)
+    return PluginEntry(entry.id, entry.use, entry.plugin, config, entry.line)
+
+
+def live_deployment(scenario: Scenario) -> Deployment:
+    """The scenario's deployment with its overlay: what `dsh record` runs against the live model."""
+    deployment = load_deployment(scenario.deployment_file)
+    unknown = set(scenario.doc.overlay) - {entry.id for entry in deployment.plugins}
+    if unknown:
+        raise ScriptError(
+            f"overlay names plugin ids the deployment does not load: {', '.join(sorted(unknown))}; its ids: "
+            + ", ".join(entry.id for entry in deployment.plugins),
+            place=str(scenario.directory or scenario.log),
+        )
+    entries = [
+        _overlaid(entry, scenario.doc.overlay[entry.id]) if entry.id in scenario.doc.overlay else entry
+        for entry in deployment.plugins
+    ]
+    return Deployment(deployment.path, tuple(entries), deployment.model, deployment.provider)
+
+
+def _swap_transport(scenario: Scenario | Path, deployment: Deployment, entry: PluginEntry) -> Deployment:
+    if not any(e.plugin.name == LIVE_TRANSPORT for e in deployment.plugins):
+        place = scenario if isinstance(scenario, Path) else scenario.directory or scenario.log
+        raise ScriptError(
+            f"the deployment {deployment.path} loads no live transport (the {LIVE_TRANSPORT} plugin) to stand in for",
+            place=str(place),
+        )
+    swapped = tuple(entry if e.plugin.name == LIVE_TRANSPORT else e for e in deployment.plugins)
+    return Deployment(deployment.path, swapped, deployment.model, deployment.provider)
+
+
+def scripted_deployment(scenario: Scenario, replies: Path) -> Deployment:
+    """The scenario's deployment with the live transport swapped for a hand-written model (`replies.yml`), serving
+    the scenario's provider (or the deployment's, or `scripted`)."""
+    deployment = live_deployment(scenario)
+    provider = scenario.doc.provider or deployment.provider or "scripted"
+    config = ScriptedConfig(replies=str(replies), providers=(provider,))
+    return _swap_transport(
+        scenario, deployment, PluginEntry("scripted-model", "replay", scripted_plugin, config, None)
+    )
+
+
+def _first_route(log: Path) -> tuple[str | None, str | None]:
+    """The provider and model of a recording's first request header (None where it names none)."""
+    for event, _ in read_log(log / ROOT_LOG if log.is_dir() else log).events():
+        if event.type == "request/header":
+            config = msgspec.json.decode(event.data).get("header", {}).get("config", {})
+            return config.get("provider"), config.get("model")
+    return None, None
+
+
+def with_replay(deployment: Deployment | None, log: Path, provider: str | None = None) -> Deployment:
+    """A deployment with its live transport swapped for the replay plugin serving `log` (a JSONL log or a
+    scenario directory): `dsh run|chat|acp --replay LOG` (the `dsh.replay` entry point). With no deployment, the
+    one `dsh replay` uses. The recording is served under its own provider ids and under every route the
+    deployment names (its `provider:` and the live transport's routes) and under `provider` (`--provider`),
+    whatever they are called; an agent of a deployment that names no provider or model takes the recording's."""
+    if deployment is None:
+        deployment = load_deployment(DEFAULT_DEPLOYMENT)
+    recorded, model = _first_route(log)
+    routes = dict.fromkeys(
+        route.id
+        for entry in deployment.plugins
+        if entry.plugin.name == LIVE_TRANSPORT
+        for route in getattr(entry.config, "providers", ())
+    )
+    agent_provider = provider or deployment.provider or recorded or DEFAULT_PROVIDER
+    routes[agent_provider] = None
+    config = ReplayConfig(log=str(log), routes=tuple(routes))
+    replay = PluginEntry("replay", "replay", replay_plugin, config, None)
+    swapped = _swap_transport(log, deployment, replay)
+    return Deployment(swapped.path, swapped.plugins, deployment.model or model, agent_provider)
+
+
+def replay_deployment(scenario: Scenario, *, pace_ms: float = 0.0) -> Deployment:
+    """The scenario's deployment with the live transport swapped for the replay plugin serving its recording, and
+    retry waits set to zero (time in a replay is not real; the overlay may set them back)."""
+    deployment = live_deployment(scenario)
+    source = scenario.directory or scenario.log
+    replay = PluginEntry(
+        "replay",
+        "replay",
+        replay_plugin,
+        ReplayConfig(log=str(source), pace_ms=pace_ms, tools=scenario.doc.tools),
+        None,
+    )
+    entries: list[PluginEntry] = []
+    for entry in deployment.plugins:
+        if entry.plugin.name == LIVE_TRANSPORT:
+            entries.append(replay)
+        elif entry.plugin.name == RETRY and entry.id not in scenario.doc.overlay:
+            entries.append(_overlaid(entry, {"base_delay_ms": 0, "max_delay_ms": 0}))
+        else:
+            entries.append(entry)
+    if replay not in entries:
+        raise ScriptError(
+            f"the deployment {deployment.path} loads no live transport (the {LIVE_TRANSPORT} plugin) for the replay plugin "
+            "to stand in for",
+            place=str(source),
+        )
+    return Deployment(deployment.path, tuple(entries), deployment.model, deployment.provider)

@@ -1,0 +1,246 @@
+"""Recorded tools: in a replay, a tool that cannot run in CI (it reaches the network or another outside service) is
+not executed; each of its calls is served the recording's `tool/result` for the same call. The call is matched by
+the recorded log its session is bound to, its turn, its step and its position among the step's calls, and checked
+against the recorded tool name and arguments; a mismatch is a `ReplayMismatch` naming both, kept by the replay
+adapter (so `assert_consumed` raises it) and returned to the loop as the call's error result.
+
+Which tools are recorded: `modes` (a scenario's `tools:`) names a tool `live` or `recorded`; a tool it does not name
+is recorded when its definition declares itself non-hermetic (`dsh.runtime.tools.Tool.hermetic`, False for web_fetch and
+web_search), live otherwise. A live tool that declares itself `timing_dependent` (the job tools: what
+`job_output` reads depends on how far a background job has got) is run, for what it does (a kill kills, a read moves
+the read position on, a wait waits for the live job), and the model is served the recorded result: recorded order
+decides what each read returned, never the scheduler, so every re-run logs the same bytes. The alternative, holding
+each read until the live job reaches the state the recording saw, cannot pin a stream read (a command's output
+arrives in chunks of whatever size the pipe delivers) and would make a read of a job that ran further than recorded
+unanswerable. The loop has no replay branch: the replay plugin listens to the tool registry's `tools/executor`
+waterfall and hands back the recorded executor."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, NoReturn
+
+from dsh.runtime.kernel import Context
+from dsh.runtime.llm import TextBlock, ToolResultBlock
+from dsh.runtime.session import ToolCall as ToolCallEvent
+from dsh.runtime.session import ToolCallData, ToolResultData
+from dsh.runtime.session import ToolResult as ToolResultEvent
+from dsh.runtime.tools import EXECUTOR, Tool, ToolCall, ToolContext, ToolResult
+from dsh.runtime.tools.definition import Execute
+
+from ._adapter import ReplayAdapter
+from ._errors import ReplayMismatch
+from ._placeholders import CWD_PLACEHOLDER
+from ._source import RecordedLog
+
+__all__ = ["ToolMode", "RecordedTools", "serve_recorded_tools"]
+
+ToolMode = Literal["live", "recorded"]
+
+
+@dataclass
+class _Tape:
+    """One recorded log's tool calls by (turn, step), in call order, and their results by (turn, step, call id)."""
+
+    calls: dict[tuple[int, int], list[ToolCallData]] = field(default_factory=dict)
+    results: dict[tuple[int, int, str], ToolResultData] = field(default_factory=dict)
+
+
+def _tape(log: RecordedLog) -> _Tape:
+    tape = _Tape()
+    for event, _ in log.events():
+        if event.seq < log.info.seed_length:  # inherited by a fork: its calls are not re-run in this session
+            continue
+        view = event.view()
+        if isinstance(view, ToolCallEvent):
+            call = view.data
+            tape.calls.setdefault((call.turn, call.step), []).append(call)
+        elif isinstance(view, ToolResultEvent):
+            result = view.data
+            for block in result.message.content:
+                if isinstance(block, ToolResultBlock):
+                    tape.results[(result.turn, result.step, block.tool_call_id)] = result
+    return tape
+
+
+def _canonical(arguments: str, cwd: str | None) -> str:
+    text = arguments if cwd is None else arguments.replace(cwd, CWD_PLACEHOLDER)
+    try:
+        return json.dumps(json.loads(text), sort_keys=True, ensure_ascii=False)
+    except ValueError:
+        return text  # not JSON: compared as written
+
+
+def _with_cwd(value: Any, cwd: str) -> Any:
+    if value is None:
+        return None
+    return json.loads(json.dumps(value).replace(CWD_PLACEHOLDER, cwd))
+
+
+class RecordedTools:
+    """Decides, per call, whether a tool runs or is served from the recording the replay adapter serves."""
+
+    def __init__(self, adapter: ReplayAdapter, modes: Mapping[str, ToolMode]) -> None:
+        self._adapter = adapter
+        self._modes = dict(modes)
+        self._logs = {log.info.name: log for log in adapter.recording.logs}
+        self._tapes: dict[str, _Tape] = {}
+
+    def mode(self, tool: Tool) -> ToolMode:
+        """`tools:` names it, else recorded exactly when the tool is not hermetic."""
+        return self._modes.get(tool.name, "live" if tool.hermetic else "recorded")
+
+    async def executor(
+        self, execute: Execute, tool: Tool, call: ToolCall, context: ToolContext, next_: Any
+    ) -> Any:
+        """The `tools/executor` listener: the tool's own executor for a live tool, the recording's for the rest."""
+        if self.mode(tool) == "live":
+            live = await next_(execute)
+            if not tool.timing_dependent or tool.name in self._modes:
+                return live
+
+            async def witnessed(arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+                await live(arguments, context)  # what it does happens; what it says comes from the recording
+                return self.serve(tool, call, context)
+
+            return witnessed
+
+        async def recorded(arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+            return self.serve(tool, call, context)
+
+        return recorded
+
+    def _mismatch(
+        self, message: str, *, session: str | None, log: str | None, recorded: str, asked: str
+    ) -> NoReturn:
+        error = ReplayMismatch(
+            f"recorded tool mismatch: {message}",
+            session_id=session,
+            log=log,
+            call=None,
+            recorded=recorded,
+            asked=asked,
+        )
+        self._adapter.report(error)
+        raise error
+
+    def serve(self, tool: Tool, call: ToolCall, context: ToolContext) -> ToolResult:
+        """The recorded result of `call`; raises (and reports) `ReplayMismatch` when the recording holds none."""
+        cwd = str(context.cwd)
+        where = f"turn {context.turn} step {context.step}"
+        asked = f"{call.name} {_canonical(call.arguments, cwd)}"
+        if context.log is None:
+            self._mismatch(
+                f"{tool.name} is recorded, and its call {call.call_id} was made outside a session",
+                session=None,
+                log=None,
+                recorded="(no session)",
+                asked=asked,
+            )
+        session = context.log.info.id
+        name = self._adapter.bindings().get(session)
+        if name is None or name not in self._logs:
+            self._mismatch(
+                f"live session {session!r} called the recorded tool {tool.name} before making a model call, so it "
+                "is bound to no recorded log",
+                session=session,
+                log=None,
+                recorded="(no recorded log)",
+                asked=asked,
+            )
+        tape = self._tapes.get(name)
+        if tape is None:
+            tape = self._tapes[name] = _tape(self._logs[name])
+        position = self._position(context)
+        calls = tape.calls.get((context.turn, context.step), [])
+        place = f"{where} call {position + 1}"
+        if position >= len(calls):
+            self._mismatch(
+                f"at {place} the replay called {asked}; the recording {name} made only {len(calls)} tool "
+                f"call{'' if len(calls) == 1 else 's'} in {where}",
+                session=session,
+                log=name,
+                recorded=f"{len(calls)} calls in {where}",
+                asked=asked,
+            )
+        recorded_call = calls[position]
+        recorded = f"{recorded_call.name} {_canonical(recorded_call.arguments, None)}"
+        if recorded != asked:
+            self._mismatch(
+                f"at {place} the recording {name} called {recorded}; the replay called {asked}",
+                session=session,
+                log=name,
+                recorded=recorded,
+                asked=asked,
+            )
+        result = tape.results.get((context.turn, context.step, recorded_call.call_id))
+        if result is None:
+            self._mismatch(
+                f"at {place} the recording {name} holds no tool/result for {recorded_call.call_id} ({recorded})",
+                session=session,
+                log=name,
+                recorded=f"{recorded} with no result",
+                asked=asked,
+            )
+        return self._result(
+            result, recorded_call.call_id, cwd, place=place, log=name, session=session, asked=asked
+        )
+
+    def _result(
+        self,
+        result: ToolResultData,
+        call_id: str,
+        cwd: str,
+        *,
+        place: str,
+        log: str,
+        session: str,
+        asked: str,
+    ) -> ToolResult:
+        block = next(
+            b for b in result.message.content if isinstance(b, ToolResultBlock) and b.tool_call_id == call_id
+        )
+        parts = block.content
+        text = parts[0].text if len(parts) == 1 and isinstance(parts[0], TextBlock) else None
+        if text is None:
+            kinds = [type(p).__name__ for p in parts]
+            self._mismatch(
+                f"at {place} the recorded result in {log} is not one text block ({kinds}), "
+                "which is all a tool returns",
+                session=session,
+                log=log,
+                recorded=f"{len(parts)} content blocks",
+                asked=asked,
+            )
+        meta = _with_cwd(result.meta, cwd)
+        return ToolResult(
+            text.replace(CWD_PLACEHOLDER, cwd),
+            is_error=block.is_error,
+            code=None if result.error is None else result.error.code,
+            meta=meta if isinstance(meta, dict) else {},
+        )
+
+    @staticmethod
+    def _position(context: ToolContext) -> int:
+        """The call's position among its step's calls, as the live log holds them (they are logged, and flushed,
+        before any of them runs)."""
+        assert context.log is not None
+        info = context.log.info
+        ids = []
+        for event in context.log.store.events(info.id, start=info.seed_length or 0, types=("tool/call",)):
+            data = event.view().data
+            assert isinstance(data, ToolCallData)
+            if data.turn == context.turn and data.step == context.step:
+                ids.append(data.call_id)
+        return ids.index(context.call_id)
+
+
+def serve_recorded_tools(
+    ctx: Context, adapter: ReplayAdapter, modes: Mapping[str, ToolMode]
+) -> RecordedTools:
+    """Serve the recorded tools of `adapter`'s recording in `ctx` (undone when the plugin that called it unloads)."""
+    tools = RecordedTools(adapter, modes)
+    ctx.on(EXECUTOR, tools.executor)
+    return tools

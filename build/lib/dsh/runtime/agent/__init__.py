@@ -1,0 +1,81 @@
+"""The agent loop: agents over the session log, their options, the turn, the loop's events and the `agent` plugin."""
+
+from ._agent import Agent as Agent
+from ._agent import AgentOptions as AgentOptions
+from ._agent import InboxInput as InboxInput
+from ._events import ERROR as ERROR
+from ._events import EVENT as EVENT
+from ._events import PRE_STEP as PRE_STEP
+from ._events import REQUEST as REQUEST
+from ._events import REQUEST_ERROR as REQUEST_ERROR
+from ._events import AgentError as AgentError
+from ._events import AgentEvent as AgentEvent
+from ._events import Block as Block
+from ._events import ErrorDecision as ErrorDecision
+from ._events import Fail as Fail
+from ._events import PreStep as PreStep
+from ._events import Proceed as Proceed
+from ._events import RequestConfig as RequestConfig
+from ._events import RequestFailure as RequestFailure
+from ._events import RequestInfo as RequestInfo
+from ._events import Retry as Retry
+from ._events import StepGate as StepGate
+from ._inbox import BOUNDARY_TYPES as BOUNDARY_TYPES
+from ._inbox import INBOX_GATE as INBOX_GATE
+from ._inbox import ImmediateGate as ImmediateGate
+from ._inbox import InboxGate as InboxGate
+from ._inbox import InputSource as InputSource
+from ._inbox import QueueTarget as QueueTarget
+from ._inbox import Splice as Splice
+from ._loop import ABORTED as ABORTED
+from ._loop import NoModelError as NoModelError
+from ._loop import TurnLimitError as TurnLimitError
+from ._loop import assemble_context_for as assemble_context_for
+from ._outcome import AbortKind as AbortKind
+from ._outcome import OutcomeKind as OutcomeKind
+from ._outcome import TurnOutcome as TurnOutcome
+from ._registry import AGENTS as AGENTS
+from ._registry import AgentRegistry as AgentRegistry
+from ._registry import last_turn_end as last_turn_end
+from ._registry import plugin as plugin
+
+__all__ = [
+    "ABORTED",
+    "AGENTS",
+    "BOUNDARY_TYPES",
+    "INBOX_GATE",
+    "ImmediateGate",
+    "InboxGate",
+    "InboxInput",
+    "InputSource",
+    "QueueTarget",
+    "Splice",
+    "AbortKind",
+    "ERROR",
+    "EVENT",
+    "PRE_STEP",
+    "REQUEST",
+    "REQUEST_ERROR",
+    "Agent",
+    "AgentError",
+    "AgentEvent",
+    "AgentOptions",
+    "AgentRegistry",
+    "Block",
+    "ErrorDecision",
+    "Fail",
+    "NoModelError",
+    "OutcomeKind",
+    "PreStep",
+    "Proceed",
+    "RequestConfig",
+    "RequestFailure",
+    "RequestInfo",
+    "Retry",
+    "StepGate",
+    "TurnLimitError",
+    "TurnOutcome",
+    "assemble_context_for",
+    "last_turn_end",
+    "plugin",
+]

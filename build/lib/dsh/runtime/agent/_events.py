@@ -1,0 +1,143 @@
+"""The agent loop's events, declared once here with their payloads: `agent/pre-step`, `agent/request`,
+`agent/request-error`, `agent/error` and `agent/event` (every event an agent appends, for clients)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from dsh.runtime.kernel import Emit, Waterfall
+from dsh.runtime.llm import CallConfig, LlmFailure, Message, ToolSpec
+from dsh.runtime.session import StoredEvent
+
+if TYPE_CHECKING:
+    from ._agent import Agent
+
+__all__ = [
+    "ERROR",
+    "EVENT",
+    "PRE_STEP",
+    "REQUEST",
+    "REQUEST_ERROR",
+    "AgentError",
+    "AgentEvent",
+    "Block",
+    "ErrorDecision",
+    "Fail",
+    "PreStep",
+    "Proceed",
+    "RequestConfig",
+    "RequestFailure",
+    "RequestInfo",
+    "Retry",
+    "StepGate",
+]
+
+
+@dataclass(frozen=True)
+class PreStep:
+    """Before a step's request exists: the exact system prompt (`system`) and tool schemas (`tools`) it will carry,
+    and the messages the log projects now. A listener that changes history (compaction) appends to the agent's
+    log; the loop projects the messages again after the waterfall."""
+
+    agent: Agent
+    turn: int
+    step: int
+    system: str
+    messages: tuple[Message, ...]
+    tools: tuple[ToolSpec, ...] = ()
+
+
+@dataclass(frozen=True)
+class Proceed:
+    """Run the step (the default)."""
+
+
+@dataclass(frozen=True)
+class Block:
+    """Do not run the step: the turn ends `blocked` with `reason`."""
+
+    reason: str
+
+
+StepGate = Proceed | Block
+
+PRE_STEP = Waterfall[StepGate, PreStep]("agent/pre-step")
+"""`listener(gate, pre_step, next_) -> StepGate`. Runs once per step, after render, before `step/start`."""
+
+
+@dataclass(frozen=True)
+class RequestInfo:
+    """Which call the `agent/request` waterfall configures."""
+
+    agent: Agent
+    turn: int
+    step: int
+
+
+@dataclass(frozen=True)
+class RequestConfig:
+    """The call configuration a step's request is sent with. `provider` and `model` start from `AgentOptions`;
+    a listener may supply or switch them (and then also states `model` in `system-prompt/assemble`, spec §2.3)."""
+
+    provider: str | None
+    model: str | None
+    config: CallConfig = field(default_factory=CallConfig)
+
+
+REQUEST = Waterfall[RequestConfig, RequestInfo]("agent/request")
+"""`listener(config, info, next_) -> RequestConfig`: the call config only, never prompt text."""
+
+
+@dataclass(frozen=True)
+class RequestFailure:
+    """A model call of (`turn`, `step`) ended in an error finish on attempt `attempt`."""
+
+    agent: Agent
+    turn: int
+    step: int
+    attempt: int
+    provider: str
+    failure: LlmFailure
+
+
+@dataclass(frozen=True)
+class Fail:
+    """End the turn with the failure (the default)."""
+
+
+@dataclass(frozen=True)
+class Retry:
+    """Call again in the same step, as attempt + 1. The listener that answers it has already waited its delay."""
+
+
+ErrorDecision = Fail | Retry
+
+REQUEST_ERROR = Waterfall[ErrorDecision, RequestFailure]("agent/request-error")
+"""`listener(decision, failure, next_) -> ErrorDecision`: the retry policy and overflow recovery live here."""
+
+
+@dataclass(frozen=True)
+class AgentError:
+    """A turn ended in error: emitted once per such turn with the original error (an `LlmCallError` for a model
+    failure). `step` is None when no step was open."""
+
+    agent: Agent
+    turn: int
+    step: int | None
+    error: BaseException
+
+
+ERROR = Emit[AgentError]("agent/error")
+
+
+@dataclass(frozen=True)
+class AgentEvent:
+    """An event `agent` appended to its log (not yet durable: the loop flushes at its own barriers)."""
+
+    agent: Agent
+    event: StoredEvent
+
+
+EVENT = Emit[AgentEvent]("agent/event")
+"""Every event an agent appends, in seq order: what terminal and ACP clients render. Listeners must be quick."""

@@ -1,0 +1,425 @@
+"""`dsh sessions list | show | export | import | fork | copy | tail`: the session store from the command line."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+import msgspec
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+from rich.tree import Tree
+
+from dsh.runtime.host import (
+    ByteProgress,
+    StoreOption,
+    count_progress,
+    open_store,
+    resolve_session,
+    terminal_stderr,
+)
+from dsh.runtime.jsonlines import MAX_LINE, JsonLimits
+from dsh.runtime.kernel.errors import SessionError
+from dsh.runtime.llm import Message, ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
+from dsh.runtime.session import (
+    AssistantMessage,
+    SessionEndSeed,
+    SessionInfo,
+    SessionStoreProtocol,
+    StepEnd,
+    StepStart,
+    StoredEvent,
+    ToolCall,
+    ToolResult,
+    TurnEnd,
+    TurnEndReason,
+    TurnStart,
+    UserMessage,
+    copy_plan,
+    copy_sessions,
+    event_line,
+    export_jsonl,
+    follow,
+    import_jsonl,
+    own_events,
+    project,
+    redact_url,
+)
+
+from ._sessions_list import COLUMNS, info_json, link, session_rows, sessions_json, when
+
+__all__ = ["sessions_app", "sessions_table"]
+
+sessions_app = typer.Typer(
+    help="Session logs: list, show, export, import, fork, copy, tail.\n\nExample: dsh sessions list --store sessions.db",
+    no_args_is_help=True,
+)
+
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+
+
+def _open(store: str | None, session_id: str | None = None) -> SessionStoreProtocol:
+    return open_store(store, looking_for=session_id)
+
+
+def _events(count: int) -> str:
+    return f"{count} event{'' if count == 1 else 's'}"
+
+
+def sessions_table(store: SessionStoreProtocol, *, current: str | None = None) -> Table:
+    """The store's sessions, oldest first, each parent's forks and subagents indented under it, as a table
+    (`current`, when given, is marked with `*`)."""
+    title, rows = session_rows(store, current=current)
+    table = Table(title=title)
+    table.add_column(COLUMNS[0], no_wrap=True)  # ids are copied into --session: never folded
+    for column in COLUMNS[1:]:
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
+@sessions_app.command("list")
+def list_sessions(store: StoreOption = None, as_json: JsonOption = False) -> None:
+    """List the sessions in the store, oldest first, each parent's forks and subagents indented under it.
+
+    Example: dsh sessions list --store sessions.db
+    """
+    with _open(store) as opened:
+        if as_json:
+            typer.echo(sessions_json(opened))
+            return
+        Console().print(sessions_table(opened))
+
+
+@dataclass(frozen=True)
+class _Node:
+    """A fork or subagent of the shown session, with its own children."""
+
+    info: SessionInfo
+    length: int
+    children: list[_Node]
+
+    def json(self) -> dict[str, Any]:
+        data = info_json(self.info, self.length)
+        data["children"] = [child.json() for child in self.children]
+        return data
+
+    def label(self) -> str:
+        info = self.info
+        return f"{info.id}  {link(info)}, depth {info.delegation_depth}, {_events(self.length)}"
+
+
+def _child_tree(store: SessionStoreProtocol, info: SessionInfo, seen: set[str] | None = None) -> list[_Node]:
+    """The forks and subagents of a session, recursively (a session met twice is shown once)."""
+    seen = seen if seen is not None else {info.id}
+    nodes = []
+    for child in store.children(info.id):
+        if child.id in seen:
+            continue
+        seen.add(child.id)
+        nodes.append(_Node(child, store.length(child.id), _child_tree(store, child, seen)))
+    return nodes
+
+
+def _add_branches(tree: Tree, nodes: list[_Node]) -> None:
+    for node in nodes:
+        _add_branches(tree.add(node.label(), highlight=False), node.children)
+
+
+def _text_of(message: Message) -> list[tuple[str, str]]:
+    parts: list[tuple[str, str]] = []
+    for block in message.content:
+        if isinstance(block, TextBlock):
+            parts.append(("text", block.text))
+        elif isinstance(block, ReasoningBlock):
+            parts.append(("reasoning", block.text))
+        elif isinstance(block, ToolCallBlock):
+            continue  # shown once, by its own tool/call event
+        elif isinstance(block, ToolResultBlock):
+            inner = " ".join(b.text if isinstance(b, TextBlock) else "[image]" for b in block.content)
+            parts.append(("tool-result", inner))
+        else:
+            parts.append(("other", "[image]"))
+    return parts
+
+
+def _why(reason: TurnEndReason) -> str:
+    """Why a turn ended, when its reason says: a failure's message and code, or a reason's own message."""
+    if reason.error is not None and reason.error.message:
+        code = f" [{reason.error.code}]" if reason.error.code else ""
+        return f": {reason.error.message}{code}"
+    return f": {reason.message}" if reason.message else ""
+
+
+_STYLES = {"reasoning": "dim italic", "tool-call": "yellow", "tool-result": "green", "other": "dim"}
+
+
+_RENDERED = frozenset(
+    {
+        "turn/start",
+        "step/start",
+        "step/end",
+        "session/end-seed",
+        "turn/end",
+        "tool/call",
+        "user/message",
+        "assistant/message",
+        "tool/result",
+    }
+)
+"""The types `show` draws from their data; the others are named in one dim line, their data never decoded."""
+
+
+def _render(console: Console, event: StoredEvent, spawned: dict[tuple[int, int, str], list[str]]) -> None:
+    kind = event.type
+    if kind not in _RENDERED:
+        if kind not in ("assistant/chunk", "request/context"):
+            console.print(Text(f"  · {kind} (seq {event.seq})", style="dim"))
+        return
+    view = event.view()  # decoded once, through the log's one event table
+    if isinstance(view, TurnStart):
+        console.rule(f"turn {view.data.turn}  (seq {event.seq})")
+    elif isinstance(view, StepStart):
+        console.print(f"[bold]step {view.data.step}[/]", highlight=False)
+    elif isinstance(view, SessionEndSeed):
+        console.print(f"[magenta]── end of seed (seq {event.seq}) ──[/]")
+    elif isinstance(view, StepEnd):
+        return
+    elif isinstance(view, TurnEnd):
+        console.print(
+            Text.assemble(
+                (f"turn {view.data.turn} ended:", "bold"),
+                f" {view.data.reason.kind}{_why(view.data.reason)}  (seq {event.seq})",
+            )
+        )
+    elif isinstance(view, ToolCall):
+        call = view.data
+        console.print(Text(f"  → tool/call {call.name} {call.arguments}", style="yellow"))
+        for child in spawned.get((call.turn, call.step, call.call_id), ()):
+            console.print(Text(f"    ↳ subagent session {child}", style="magenta"))
+    elif isinstance(view, UserMessage | AssistantMessage | ToolResult):
+        message = view.data if isinstance(view, UserMessage) else view.data.message
+        replaced = (
+            "" if event.surface_op == "append" else f" (replaces {msgspec.to_builtins(event.surface_op)})"
+        )
+        who = {"user/message": "user", "assistant/message": "assistant", "tool/result": "tool"}[kind]
+        if isinstance(view, AssistantMessage) and view.data.interrupted:
+            who += " (interrupted)"
+        if isinstance(view, ToolResult) and view.data.error is not None:
+            who += f" ({view.data.error.code})"
+        console.print(Text(f"{who}{replaced}  seq {event.seq}", style="bold cyan"))
+        for part, text in _text_of(message):
+            console.print(Text("  " + text.replace("\n", "\n  "), style=_STYLES.get(part, "")))
+
+
+@sessions_app.command("show")
+def show(
+    session_id: Annotated[
+        str, typer.Argument(metavar="ID", help="The session id (or a unique prefix of it).")
+    ],
+    store: StoreOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Show a session: its forks and subagents as a tree, then its turns, steps, tool calls and messages.
+
+    Example: dsh sessions show 01J5Z3... --store sessions.db
+    """
+    with _open(store, session_id) as opened:
+        session_id = resolve_session(opened, session_id)
+        info = opened.info(session_id)
+        length = opened.length(session_id)
+        children = _child_tree(opened, info)
+        if as_json:
+            projection = project(opened.events(session_id, skip_types=("assistant/chunk",)))
+            typer.echo(
+                json.dumps(
+                    {
+                        "session": info_json(info, length),
+                        "children": [node.json() for node in children],
+                        "title": projection.title,
+                        "header": None
+                        if projection.header_json is None
+                        else json.loads(projection.header_json),
+                        "todos": msgspec.to_builtins(projection.todos),
+                        "messages": [
+                            {"seq": m.seq, "type": m.type, "message": json.loads(m.json)}
+                            for m in projection.messages
+                        ],
+                    }
+                )
+            )
+            return
+        console = Console()
+        parent = "" if info.parent_id is None else f", forked from {info.parent_id} at {info.seed_length}"
+        console.print(
+            f"[bold]session {info.id}[/]: {_events(length)}, created {when(info.created_at)} UTC{parent}"
+        )
+        if children:
+            tree = Tree(f"forks and subagents of {info.id}", highlight=False)
+            _add_branches(tree, children)
+            console.print(tree)
+        spawned: dict[tuple[int, int, str], list[str]] = {}
+        for node in children:
+            by = node.info.spawned_by
+            if by is not None:
+                spawned.setdefault((by.turn, by.step, by.call_id), []).append(node.info.id)
+        for event in opened.events(session_id, skip_types=("assistant/chunk",)):
+            _render(console, event, spawned)
+
+
+@sessions_app.command("export")
+def export(
+    session_id: Annotated[
+        str, typer.Argument(metavar="ID", help="The session id (or a unique prefix of it).")
+    ],
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="Write here instead of stdout.")
+    ] = None,
+    no_pack: Annotated[bool, typer.Option("--no-pack", help="Write every chunk as its own line.")] = False,
+    store: StoreOption = None,
+) -> None:
+    """Export a session as JSONL (format version 0); a fork's inherited prefix is written out in full.
+
+    Example: dsh sessions export 01J5Z3... -o session.jsonl
+    """
+    with _open(store, session_id) as opened:
+        session_id = resolve_session(opened, session_id)
+        if output is None:
+            export_jsonl(opened, session_id, sys.stdout.buffer, pack=not no_pack)
+            sys.stdout.buffer.flush()
+        else:
+            with output.open("wb") as handle:
+                export_jsonl(opened, session_id, handle, pack=not no_pack)
+
+
+@sessions_app.command("import")
+def import_(
+    file: Annotated[Path, typer.Argument(help="A JSONL session log (format version 0).")],
+    store: StoreOption = None,
+    as_json: JsonOption = False,
+    max_line: Annotated[
+        int,
+        typer.Option(
+            "--max-line-bytes", min=1, help="Refuse a line longer than this, before reading it whole."
+        ),
+    ] = MAX_LINE,
+) -> None:
+    """Import a JSONL log as a new session; a bad file is refused whole, naming the line and the rule. A large
+    file shows a bar of the bytes read on stderr, when stderr is a terminal.
+
+    Example: dsh sessions import session.jsonl
+    """
+    if not file.is_file():
+        what = "a directory" if file.is_dir() else "no such file"
+        raise SessionError(f"{file}: {what}; expected a JSONL session log (format version 0)")
+    console = terminal_stderr()
+    with _open(store) as opened:
+        if console is None:
+            info = import_jsonl(opened, file, limits=JsonLimits(max_line=max_line))
+        else:
+            with ByteProgress(console, f"importing {file.name}", file.stat().st_size) as progress:
+                info = import_jsonl(opened, file, progress=progress, limits=JsonLimits(max_line=max_line))
+        length = opened.length(info.id)
+    if as_json:
+        typer.echo(json.dumps({"id": info.id}))
+    else:
+        typer.echo(f"imported {file} as session {info.id} ({_events(length)})")
+
+
+@sessions_app.command("fork")
+def fork(
+    session_id: Annotated[
+        str, typer.Argument(metavar="ID", help="The session to fork (its id or a unique prefix of it).")
+    ],
+    at: Annotated[
+        int | None, typer.Option("--at", help="The last inherited seq (default: the last event).")
+    ] = None,
+    store: StoreOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Fork a session by reference: the child inherits events 0..AT and copies none.
+
+    Example: dsh sessions fork 01J5Z3... --at 41
+    """
+    with _open(store, session_id) as opened:
+        session_id = resolve_session(opened, session_id)
+        child = opened.fork(session_id, at)
+    if as_json:
+        typer.echo(json.dumps({"id": child.id, "seedLength": child.seed_length}))
+    else:
+        typer.echo(f"forked {session_id} at seq {(child.seed_length or 0) - 1} as session {child.id}")
+
+
+@sessions_app.command("copy")
+def copy(
+    source: Annotated[
+        str, typer.Argument(metavar="SRC", help="The store to copy from: a file or a postgresql:// URL.")
+    ],
+    target: Annotated[
+        str, typer.Argument(metavar="DST", help="The store to copy into: a file or a postgresql:// URL.")
+    ],
+    session_ids: Annotated[
+        list[str] | None,
+        typer.Option("--session", help="Copy only this session (and the parents it forks from); repeatable."),
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Copy sessions between two stores, keeping their ids, forks and child links (a fork stays a reference to
+    its parent, copied first). A session DST already holds is refused before anything is copied. Shows a bar of
+    the events copied on stderr, when stderr is a terminal.
+
+    Example: dsh sessions copy ~/.local/share/dsh/sessions.db postgresql://dsh@db.internal/dsh
+    """
+    with open_store(source) as src, open_store(target) as dst:
+        plan = copy_plan(src, session_ids)
+        console = terminal_stderr()
+        with count_progress(console or Console(stderr=True), disable=console is None) as bar:
+            task = bar.add_task(f"copying {len(plan)} sessions", total=own_events(src, plan))
+            copied = copy_sessions(src, dst, plan, progress=lambda done: bar.update(task, completed=done))
+    if as_json:
+        typer.echo(json.dumps({"sessions": [info.id for info in plan], "events": copied}))
+    else:
+        typer.echo(
+            f"copied {len(plan)} sessions ({copied} events) from {redact_url(source)} to {redact_url(target)}"
+        )
+
+
+@sessions_app.command("tail")
+def tail(
+    session_id: Annotated[str, typer.Argument(metavar="ID", help="The session to follow.")],
+    start: Annotated[
+        int | None,
+        typer.Option(
+            "--from", help="Start at this seq (default: the open turn's start, else the log's end)."
+        ),
+    ] = None,
+    follow_on: Annotated[
+        bool, typer.Option("--follow", help="Keep following after the turn ends, until Ctrl-C.")
+    ] = False,
+    store: StoreOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Print a session's events as another process appends them (from any host sharing the store), until the
+    turn ends or Ctrl-C. `--json` prints each event as a JSONL line of the log format.
+
+    Example: dsh sessions tail 01J5Z3... --store postgresql://dsh@db.internal/dsh
+    """
+    console = Console()
+    with _open(store, session_id) as opened:
+        session_id = resolve_session(opened, session_id)
+        try:
+            for event in follow(opened, session_id, start=start, until_turn_end=not follow_on):
+                if as_json:
+                    sys.stdout.buffer.write(event_line(event) + b"\n")
+                    sys.stdout.buffer.flush()
+                else:
+                    _render(console, event, {})
+        except KeyboardInterrupt:  # Ctrl-C is how a user stops following: end quietly, as `tail -f` does
+            raise typer.Exit(130) from None

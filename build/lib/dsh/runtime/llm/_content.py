@@ -1,0 +1,158 @@
+"""Messages and their content blocks, as the session log stores them (wire names and tags of the original).
+
+Fields dsh does not model are accepted, not refused (the original adds fields over time): the log keeps every
+event's payload as written, so they survive import, storage and export; the typed values here hold what dsh reads.
+
+A message is `user` (the prompt, injected context, tool results) or `assistant` (what a model said). Blocks are
+frozen, tagged msgspec Structs: `text`, `reasoning`, `image`, `tool-call`, `tool-result`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NewType
+
+import msgspec
+
+__all__ = [
+    "AssistantBlock",
+    "AssistantMessage",
+    "CallId",
+    "ContentBlock",
+    "ImageBlock",
+    "Message",
+    "MessageId",
+    "MessageSource",
+    "ModelSource",
+    "OtherSource",
+    "PluginSource",
+    "ReasoningBlock",
+    "TextBlock",
+    "ToolCallBlock",
+    "ToolResultBlock",
+    "ToolResultContent",
+    "ToolSource",
+    "UserBlock",
+    "UserMessage",
+    "UserSource",
+]
+
+MessageId = NewType("MessageId", str)
+CallId = NewType("CallId", str)
+
+
+class TextBlock(msgspec.Struct, frozen=True, tag="text"):
+    """Visible text."""
+
+    text: str
+
+
+class ReasoningBlock(msgspec.Struct, frozen=True, tag="reasoning"):
+    """The model's reasoning (DeepSeek `reasoning_content`); passed back to the provider in history."""
+
+    text: str
+
+
+class ImageBlock(msgspec.Struct, frozen=True, tag="image", rename="camel", omit_defaults=True, kw_only=True):
+    """An image: inline, base64 `data` of type `mime_type` (wire `mimeType`), or a reference to a stored
+    `attachment` (the original's web app and ACP server log `{attachmentId, mediaType, width, height, bytes}`;
+    dsh keeps it as written and cannot send it to a model without its bytes)."""
+
+    data: str | None = None
+    mime_type: str | None = None
+    attachment: dict[str, Any] | None = None
+
+
+class ToolCallBlock(msgspec.Struct, frozen=True, tag="tool-call"):
+    """A call the model asked for; `arguments` is the raw JSON text as the model wrote it."""
+
+    id: CallId
+    name: str
+    arguments: str
+
+
+ToolResultContent = TextBlock | ImageBlock
+
+
+class ToolResultBlock(msgspec.Struct, frozen=True, tag="tool-result", rename="camel", kw_only=True):
+    """The outcome of one tool call (wire `toolCallId`, `isError`; `isError` is always written)."""
+
+    tool_call_id: CallId
+    content: tuple[ToolResultContent, ...]
+    is_error: bool = False
+
+
+AssistantBlock = TextBlock | ReasoningBlock | ToolCallBlock
+UserBlock = TextBlock | ImageBlock | ToolResultBlock
+ContentBlock = TextBlock | ReasoningBlock | ImageBlock | ToolCallBlock | ToolResultBlock
+
+
+class UserSource(msgspec.Struct, frozen=True, tag_field="kind", tag="user"):
+    """The user typed it."""
+
+
+class PluginSource(
+    msgspec.Struct,
+    frozen=True,
+    tag_field="kind",
+    tag="plugin",
+    rename="camel",
+    omit_defaults=True,
+    kw_only=True,
+):
+    """A plugin injected it (runtime context, a compaction checkpoint...)."""
+
+    plugin: str
+    form: str | None = None
+    compaction_id: str | None = None
+
+
+class ToolSource(msgspec.Struct, frozen=True, tag_field="kind", tag="tool", rename="camel"):
+    """A tool result message, answering call `call_id` (wire `callId`)."""
+
+    call_id: CallId
+
+
+class ModelSource(
+    msgspec.Struct,
+    frozen=True,
+    tag_field="kind",
+    tag="model",
+    rename="camel",
+    omit_defaults=True,
+    kw_only=True,
+):
+    """A model said it; `replay_state` is the adapter's opaque provider state (wire `replayState`)."""
+
+    provider: str
+    model: str
+    replay_state: Any = None
+
+
+class OtherSource(msgspec.Struct, frozen=True, tag_field="kind", tag="other", kw_only=True):
+    """A source kind dsh does not model: the original's plugins add their own (`subagent-report`,
+    `subagent-settled`, ...). `name` is the kind as written (the session log reads such a message as this, and keeps
+    the source as written); the message is history like any other user-role message."""
+
+    name: str
+
+
+MessageSource = UserSource | PluginSource | ToolSource | ModelSource | OtherSource
+
+
+class UserMessage(msgspec.Struct, frozen=True, tag_field="role", tag="user", kw_only=True):
+    """A user-role message: the prompt, injected context, or tool results (source `tool`)."""
+
+    id: MessageId
+    content: tuple[UserBlock, ...]
+    source: UserSource | PluginSource | ToolSource | OtherSource = UserSource()
+
+
+class AssistantMessage(msgspec.Struct, frozen=True, tag_field="role", tag="assistant", kw_only=True):
+    """What a model said in one call: its assembled blocks and which provider and model said it."""
+
+    id: MessageId
+    content: tuple[AssistantBlock, ...]
+    source: ModelSource
+
+
+Message = UserMessage | AssistantMessage

@@ -1,0 +1,404 @@
+"""The append-only session log: wire events, the SQLite store, JSONL import/export, projection, fork and repair."""
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the names for type checkers; at run time each is imported on first use
+    from ._copy import copy_plan as copy_plan
+    from ._copy import copy_sessions as copy_sessions
+    from ._copy import own_events as own_events
+    from ._errors import InvalidBoundaryError as InvalidBoundaryError
+    from ._errors import LeaseLostError as LeaseLostError
+    from ._errors import LogFormatError as LogFormatError
+    from ._errors import LogGapError as LogGapError
+    from ._errors import LogRuleError as LogRuleError
+    from ._errors import OpenTurnError as OpenTurnError
+    from ._errors import SessionBusyError as SessionBusyError
+    from ._errors import SessionExistsError as SessionExistsError
+    from ._errors import SessionInUseError as SessionInUseError
+    from ._errors import SessionNotFoundError as SessionNotFoundError
+    from ._errors import StoreConnectError as StoreConnectError
+    from ._errors import StoreSchemaError as StoreSchemaError
+    from ._errors import UnsupportedVersionError as UnsupportedVersionError
+    from ._events import EVENT_TYPES as EVENT_TYPES
+    from ._events import FORMAT_VERSION as FORMAT_VERSION
+    from ._events import SURFACE_TYPES as SURFACE_TYPES
+    from ._events import AbortKind as AbortKind
+    from ._events import AbortReason as AbortReason
+    from ._events import AssistantChunk as AssistantChunk
+    from ._events import AssistantChunkData as AssistantChunkData
+    from ._events import AssistantMessage as AssistantMessage
+    from ._events import AssistantMessageData as AssistantMessageData
+    from ._events import BracketData as BracketData
+    from ._events import CompactionEnd as CompactionEnd
+    from ._events import CompactionPrune as CompactionPrune
+    from ._events import CompactionStart as CompactionStart
+    from ._events import CompactionSummary as CompactionSummary
+    from ._events import CoreEvent as CoreEvent
+    from ._events import EmptyData as EmptyData
+    from ._events import EpochHeader as EpochHeader
+    from ._events import Event as Event
+    from ._events import HeaderConfig as HeaderConfig
+    from ._events import HeaderReason as HeaderReason
+    from ._events import InboxSpliced as InboxSpliced
+    from ._events import InboxSplicedData as InboxSplicedData
+    from ._events import InboxTarget as InboxTarget
+    from ._events import JobKind as JobKind
+    from ._events import JobSettled as JobSettled
+    from ._events import JobSettledData as JobSettledData
+    from ._events import JobStarted as JobStarted
+    from ._events import JobStartedData as JobStartedData
+    from ._events import LlmRetry as LlmRetry
+    from ._events import LlmRetryData as LlmRetryData
+    from ._events import LlmRetryStarted as LlmRetryStarted
+    from ._events import LlmRetryStartedData as LlmRetryStartedData
+    from ._events import OpaqueEvent as OpaqueEvent
+    from ._events import PruneData as PruneData
+    from ._events import Replace as Replace
+    from ._events import RequestContext as RequestContext
+    from ._events import RequestContextData as RequestContextData
+    from ._events import RequestHeader as RequestHeader
+    from ._events import RequestHeaderData as RequestHeaderData
+    from ._events import SessionEndSeed as SessionEndSeed
+    from ._events import SessionHeader as SessionHeader
+    from ._events import SessionTitle as SessionTitle
+    from ._events import SessionTitleData as SessionTitleData
+    from ._events import ShadowedRange as ShadowedRange
+    from ._events import StepData as StepData
+    from ._events import StepEnd as StepEnd
+    from ._events import StepStart as StepStart
+    from ._events import StoredEvent as StoredEvent
+    from ._events import SubagentDescriptor as SubagentDescriptor
+    from ._events import SubagentDescriptorData as SubagentDescriptorData
+    from ._events import SummaryData as SummaryData
+    from ._events import SurfaceOp as SurfaceOp
+    from ._events import Todo as Todo
+    from ._events import TodoWrite as TodoWrite
+    from ._events import TodoWriteData as TodoWriteData
+    from ._events import ToolCall as ToolCall
+    from ._events import ToolCallData as ToolCallData
+    from ._events import ToolResult as ToolResult
+    from ._events import ToolResultData as ToolResultData
+    from ._events import ToolResultError as ToolResultError
+    from ._events import TurnEnd as TurnEnd
+    from ._events import TurnEndData as TurnEndData
+    from ._events import TurnEndKind as TurnEndKind
+    from ._events import TurnEndReason as TurnEndReason
+    from ._events import TurnStart as TurnStart
+    from ._events import TurnStartData as TurnStartData
+    from ._events import UserMessage as UserMessage
+    from ._events import core_event_types as core_event_types
+    from ._events import data_type as data_type
+    from ._events import decode_data as decode_data
+    from ._events import encode_data as encode_data
+    from ._jsonl import event_line as event_line
+    from ._jsonl import export_jsonl as export_jsonl
+    from ._jsonl import import_jsonl as import_jsonl
+    from ._jsonl import read_jsonl as read_jsonl
+    from ._jsonl import write_jsonl as write_jsonl
+    from ._log import SessionLog as SessionLog
+    from ._log import open_log as open_log
+    from ._open import is_postgres_url as is_postgres_url
+    from ._open import open_store as open_store
+    from ._open import redact_url as redact_url
+    from ._projection import PROJECTED_TYPES as PROJECTED_TYPES
+    from ._projection import ProjectedMessage as ProjectedMessage
+    from ._projection import Projection as Projection
+    from ._projection import project as project
+    from ._protocol import STORE as STORE
+    from ._protocol import SessionStoreProtocol as SessionStoreProtocol
+    from ._repair import closers as closers
+    from ._repair import load_state as load_state
+    from ._repair import resume as resume
+    from ._rows import SCHEMA_VERSION as SCHEMA_VERSION
+    from ._rows import SQLITE_MAGIC as SQLITE_MAGIC
+    from ._rows import STORE_TABLES as STORE_TABLES
+    from ._rows import read_listing as read_listing
+    from ._rules import SNAPSHOT_FORM as SNAPSHOT_FORM
+    from ._rules import InboxItem as InboxItem
+    from ._rules import LogState as LogState
+    from ._rules import SurfaceNode as SurfaceNode
+    from ._services import Clock as Clock
+    from ._services import CountingIds as CountingIds
+    from ._services import FixedClock as FixedClock
+    from ._services import IdMinter as IdMinter
+    from ._services import SessionId as SessionId
+    from ._services import SystemClock as SystemClock
+    from ._services import UuidIds as UuidIds
+    from ._store import LEASE_TTL_MS as LEASE_TTL_MS
+    from ._store import Lease as Lease
+    from ._store import SessionInfo as SessionInfo
+    from ._store import SessionStore as SessionStore
+    from ._store import SpawnedBy as SpawnedBy
+    from ._tail import follow as follow
+    from ._tail import tail_start as tail_start
+
+__all__ = [
+    "AbortKind",
+    "AbortReason",
+    "AssistantChunk",
+    "AssistantChunkData",
+    "AssistantMessage",
+    "AssistantMessageData",
+    "BracketData",
+    "Clock",
+    "CompactionEnd",
+    "CompactionPrune",
+    "CompactionStart",
+    "CompactionSummary",
+    "CoreEvent",
+    "CountingIds",
+    "EVENT_TYPES",
+    "EmptyData",
+    "EpochHeader",
+    "Event",
+    "FORMAT_VERSION",
+    "FixedClock",
+    "HeaderConfig",
+    "HeaderReason",
+    "IdMinter",
+    "InboxItem",
+    "InboxSpliced",
+    "InboxSplicedData",
+    "InboxTarget",
+    "InvalidBoundaryError",
+    "JobKind",
+    "JobSettled",
+    "JobSettledData",
+    "JobStarted",
+    "JobStartedData",
+    "LEASE_TTL_MS",
+    "Lease",
+    "LeaseLostError",
+    "LlmRetry",
+    "LlmRetryData",
+    "LlmRetryStarted",
+    "LlmRetryStartedData",
+    "LogFormatError",
+    "LogGapError",
+    "LogRuleError",
+    "LogState",
+    "OpaqueEvent",
+    "OpenTurnError",
+    "PROJECTED_TYPES",
+    "ProjectedMessage",
+    "Projection",
+    "PruneData",
+    "Replace",
+    "RequestContext",
+    "RequestContextData",
+    "RequestHeader",
+    "RequestHeaderData",
+    "SCHEMA_VERSION",
+    "SNAPSHOT_FORM",
+    "SQLITE_MAGIC",
+    "STORE",
+    "STORE_TABLES",
+    "SURFACE_TYPES",
+    "SessionBusyError",
+    "SessionEndSeed",
+    "SessionExistsError",
+    "SessionHeader",
+    "SessionId",
+    "SessionInUseError",
+    "SessionInfo",
+    "SessionLog",
+    "SessionNotFoundError",
+    "SessionStore",
+    "SessionStoreProtocol",
+    "SessionTitle",
+    "SessionTitleData",
+    "ShadowedRange",
+    "SpawnedBy",
+    "StepData",
+    "StepEnd",
+    "StepStart",
+    "StoreConnectError",
+    "StoreSchemaError",
+    "StoredEvent",
+    "SubagentDescriptor",
+    "SubagentDescriptorData",
+    "SummaryData",
+    "SurfaceNode",
+    "SurfaceOp",
+    "SystemClock",
+    "Todo",
+    "TodoWrite",
+    "TodoWriteData",
+    "ToolCall",
+    "ToolCallData",
+    "ToolResult",
+    "ToolResultData",
+    "ToolResultError",
+    "TurnEnd",
+    "TurnEndData",
+    "TurnEndKind",
+    "TurnEndReason",
+    "TurnStart",
+    "TurnStartData",
+    "UnsupportedVersionError",
+    "UserMessage",
+    "UuidIds",
+    "closers",
+    "copy_plan",
+    "copy_sessions",
+    "core_event_types",
+    "data_type",
+    "decode_data",
+    "encode_data",
+    "event_line",
+    "export_jsonl",
+    "follow",
+    "import_jsonl",
+    "is_postgres_url",
+    "load_state",
+    "open_log",
+    "open_store",
+    "own_events",
+    "project",
+    "read_jsonl",
+    "read_listing",
+    "redact_url",
+    "resume",
+    "tail_start",
+    "write_jsonl",
+]
+
+_LAZY = {
+    "copy_plan": "._copy",
+    "copy_sessions": "._copy",
+    "own_events": "._copy",
+    "InvalidBoundaryError": "._errors",
+    "LeaseLostError": "._errors",
+    "LogFormatError": "._errors",
+    "LogGapError": "._errors",
+    "LogRuleError": "._errors",
+    "OpenTurnError": "._errors",
+    "SessionBusyError": "._errors",
+    "SessionExistsError": "._errors",
+    "SessionInUseError": "._errors",
+    "SessionNotFoundError": "._errors",
+    "StoreConnectError": "._errors",
+    "StoreSchemaError": "._errors",
+    "UnsupportedVersionError": "._errors",
+    "EVENT_TYPES": "._events",
+    "FORMAT_VERSION": "._events",
+    "SURFACE_TYPES": "._events",
+    "AbortKind": "._events",
+    "AbortReason": "._events",
+    "AssistantChunk": "._events",
+    "AssistantChunkData": "._events",
+    "AssistantMessage": "._events",
+    "AssistantMessageData": "._events",
+    "BracketData": "._events",
+    "CompactionEnd": "._events",
+    "CompactionPrune": "._events",
+    "CompactionStart": "._events",
+    "CompactionSummary": "._events",
+    "CoreEvent": "._events",
+    "EmptyData": "._events",
+    "EpochHeader": "._events",
+    "Event": "._events",
+    "HeaderConfig": "._events",
+    "HeaderReason": "._events",
+    "InboxSpliced": "._events",
+    "InboxSplicedData": "._events",
+    "InboxTarget": "._events",
+    "JobKind": "._events",
+    "JobSettled": "._events",
+    "JobSettledData": "._events",
+    "JobStarted": "._events",
+    "JobStartedData": "._events",
+    "LlmRetry": "._events",
+    "LlmRetryData": "._events",
+    "LlmRetryStarted": "._events",
+    "LlmRetryStartedData": "._events",
+    "OpaqueEvent": "._events",
+    "PruneData": "._events",
+    "Replace": "._events",
+    "RequestContext": "._events",
+    "RequestContextData": "._events",
+    "RequestHeader": "._events",
+    "RequestHeaderData": "._events",
+    "SessionEndSeed": "._events",
+    "SessionHeader": "._events",
+    "SessionTitle": "._events",
+    "SessionTitleData": "._events",
+    "ShadowedRange": "._events",
+    "StepData": "._events",
+    "StepEnd": "._events",
+    "StepStart": "._events",
+    "StoredEvent": "._events",
+    "SubagentDescriptor": "._events",
+    "SubagentDescriptorData": "._events",
+    "SummaryData": "._events",
+    "SurfaceOp": "._events",
+    "Todo": "._events",
+    "TodoWrite": "._events",
+    "TodoWriteData": "._events",
+    "ToolCall": "._events",
+    "ToolCallData": "._events",
+    "ToolResult": "._events",
+    "ToolResultData": "._events",
+    "ToolResultError": "._events",
+    "TurnEnd": "._events",
+    "TurnEndData": "._events",
+    "TurnEndKind": "._events",
+    "TurnEndReason": "._events",
+    "TurnStart": "._events",
+    "TurnStartData": "._events",
+    "UserMessage": "._events",
+    "core_event_types": "._events",
+    "data_type": "._events",
+    "decode_data": "._events",
+    "encode_data": "._events",
+    "event_line": "._jsonl",
+    "export_jsonl": "._jsonl",
+    "import_jsonl": "._jsonl",
+    "read_jsonl": "._jsonl",
+    "write_jsonl": "._jsonl",
+    "SessionLog": "._log",
+    "open_log": "._log",
+    "is_postgres_url": "._open",
+    "open_store": "._open",
+    "redact_url": "._open",
+    "PROJECTED_TYPES": "._projection",
+    "ProjectedMessage": "._projection",
+    "Projection": "._projection",
+    "project": "._projection",
+    "STORE": "._protocol",
+    "SessionStoreProtocol": "._protocol",
+    "closers": "._repair",
+    "load_state": "._repair",
+    "resume": "._repair",
+    "SNAPSHOT_FORM": "._rules",
+    "InboxItem": "._rules",
+    "LogState": "._rules",
+    "SurfaceNode": "._rules",
+    "Clock": "._services",
+    "CountingIds": "._services",
+    "FixedClock": "._services",
+    "IdMinter": "._services",
+    "SessionId": "._services",
+    "SystemClock": "._services",
+    "UuidIds": "._services",
+    "LEASE_TTL_MS": "._store",
+    "SCHEMA_VERSION": "._rows",
+    "SQLITE_MAGIC": "._rows",
+    "STORE_TABLES": "._rows",
+    "read_listing": "._rows",
+    "Lease": "._store",
+    "SessionInfo": "._store",
+    "SessionStore": "._store",
+    "SpawnedBy": "._store",
+    "follow": "._tail",
+    "tail_start": "._tail",
+}
+"""Where each public name lives: importing one submodule (or using one name) imports no other."""
+
+if not TYPE_CHECKING:  # a module __getattr__ would make type checkers accept any name
+    from dsh.runtime.lazy import lazy_attributes
+
+    __getattr__ = lazy_attributes(__name__, _LAZY, globals())
+    del lazy_attributes
+
+
+del TYPE_CHECKING  # not a public name

@@ -1,0 +1,425 @@
+"""The rules every event of a log obeys, checked one event at a time: seq contiguity, the envelope, the surface fold
+(`append` / `replace`), and the turn/step/tool-call state that crash repair and fork need.
+
+`LogState` is fed every event in seq order (import, append, reopen); it keeps only small state (the surface nodes and
+the open turn), never the chunks, so checking a 1M-chunk log runs in constant memory per chunk.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import msgspec
+
+from dsh.runtime.llm import (
+    Message,
+    PluginSource,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    ToolSource,
+    UserMessage,
+)
+
+from ._errors import LogRuleError
+from ._events import (
+    SURFACE_TYPES,
+    AssistantMessageData,
+    EpochHeader,
+    InboxSplicedData,
+    InboxTarget,
+    JobSettledData,
+    Replace,
+    RequestContextData,
+    RequestHeaderData,
+    StepData,
+    StoredEvent,
+    ToolCallData,
+    ToolResultData,
+    TurnEndData,
+    TurnStartData,
+    core_event_types,
+    decode_data,
+    encode_data,
+)
+
+__all__ = [
+    "SNAPSHOT_FORM",
+    "InboxItem",
+    "LogState",
+    "OpenToolCall",
+    "SurfaceFold",
+    "SurfaceNode",
+    "message_json",
+]
+
+_CORE = core_event_types()
+_LEGACY = {"request/header-delta": "headers are full request/header snapshots (reason initial/resume/change)"}
+SNAPSHOT_FORM = "snapshot"
+"""The `PluginSource.form` of a runtime-context snapshot message."""
+_DECODED = SURFACE_TYPES | {
+    "turn/start",
+    "turn/end",
+    "step/start",
+    "step/end",
+    "tool/call",
+    "request/header",
+    "request/context",
+    "agent/inbox/spliced",
+    "job/settled",
+}
+"""The types whose data the rules read (the loop's and the surface's integrity lives there): decoded strictly on
+every feed. The data of the other known types is decoded by their readers, as the original does."""
+
+
+class _MessageField(msgspec.Struct):
+    message: msgspec.Raw
+
+
+_MESSAGE_FIELD = msgspec.json.Decoder(_MessageField)
+
+
+def message_json(event_type: str, data: str) -> str:
+    """The JSON text of the message a surface event's data carries, exactly as written."""
+    if event_type == "user/message":
+        return data
+    try:
+        return bytes(_MESSAGE_FIELD.decode(data).message).decode()
+    except msgspec.ValidationError:  # an older shape the original still reads: the message it converts to
+        return encode_data(_message_of(decode_data(event_type, data)))
+
+
+def _message_of(data: object) -> Message | None:
+    if isinstance(data, AssistantMessageData | ToolResultData):
+        return data.message
+    return data if isinstance(data, Message) else None
+
+
+def _snapshot_of(message: Message | None) -> str | None:
+    if (
+        message is None
+        or not isinstance(message.source, PluginSource)
+        or message.source.form != SNAPSHOT_FORM
+    ):
+        return None
+    return "".join(b.text for b in message.content if isinstance(b, TextBlock))
+
+
+@dataclass(frozen=True, slots=True)
+class SurfaceNode:
+    """One node of the surface: the event that put it there, its data as written (the message inside it is
+    extracted on demand), the typed message when its writer handed it over (an append), and `snapshot`, the text of
+    a runtime-context snapshot message."""
+
+    seq: int
+    type: str
+    data: str
+    typed: Message | None = None
+    snapshot: str | None = None
+
+    @property
+    def message(self) -> str:
+        """The message JSON text, exactly as written."""
+        return message_json(self.type, self.data)
+
+
+@dataclass(slots=True)
+class SurfaceFold:
+    """The surface in order; `append` pushes a node, `replace` splices one in place of a range of nodes."""
+
+    nodes: list[SurfaceNode] = field(default_factory=list)
+    replacements: int = 0
+
+    def apply(self, event: StoredEvent, message: Message | None = None, snapshot: str | None = None) -> None:
+        """Fold one surface event (checked first: an invalid op leaves the fold unchanged); `message` is its typed
+        message to keep with the node, `snapshot` the runtime-context snapshot text it carries."""
+        node = SurfaceNode(event.seq, event.type, event.data, message, snapshot)
+        op = event.surface_op
+        if op == "append":
+            self.nodes.append(node)
+            return
+        assert isinstance(op, Replace)
+        first, last = self._span(event, op)
+        shadowed = self.nodes[first : last + 1]
+        sources = set(event.source_event_seqs or ())
+        missing = [n.seq for n in shadowed if n.seq not in sources]
+        if missing:
+            raise LogRuleError(
+                f"a replace must list every node it shadows in sourceEventSeqs; missing {missing}",
+                rule="surface.replace-sources",
+                seq=event.seq,
+            )
+        if event.type == "tool/result":
+            self._check_prune(event, shadowed, node)
+        self.nodes[first : last + 1] = [node]
+        self.replacements += 1
+
+    def _span(self, event: StoredEvent, op: Replace) -> tuple[int, int]:
+        index = {n.seq: i for i, n in enumerate(self.nodes)}
+        current = [n.seq for n in self.nodes]
+        for name, value in (("start", op.start), ("end", op.end)):
+            if value not in index:
+                raise LogRuleError(
+                    f"replace {name}={value} is not a current surface node; current nodes: {current}",
+                    rule="surface.replace-range",
+                    seq=event.seq,
+                )
+        first, last = index[op.start], index[op.end]
+        if first > last:
+            raise LogRuleError(
+                f"replace start={op.start} comes after end={op.end} in surface order",
+                rule="surface.replace-order",
+                seq=event.seq,
+            )
+        return first, last
+
+    @staticmethod
+    def _check_prune(event: StoredEvent, shadowed: list[SurfaceNode], node: SurfaceNode) -> None:
+        if len(shadowed) != 1 or shadowed[0].type != "tool/result":
+            raise LogRuleError(
+                "a tool/result replace must shadow exactly one tool/result node",
+                rule="surface.prune-target",
+                seq=event.seq,
+            )
+        if _without_result_content(shadowed[0].message) != _without_result_content(node.message):
+            raise LogRuleError(
+                "a tool/result replace may change only the tool-result content",
+                rule="surface.prune-content",
+                seq=event.seq,
+            )
+
+
+def _without_result_content(message_text: str) -> object:
+    message = msgspec.json.decode(message_text)
+    if isinstance(message, dict) and isinstance(message.get("content"), list):
+        message["content"] = [
+            {k: v for k, v in block.items() if k != "content"} if isinstance(block, dict) else block
+            for block in message["content"]
+        ]
+    return message
+
+
+@dataclass(frozen=True, slots=True)
+class OpenToolCall:
+    """A tool call the model asked for in the open turn; `call_seq` is its `tool/call` event, if logged."""
+
+    call_id: str
+    name: str
+    turn: int
+    step: int
+    call_seq: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class InboxItem:
+    """One input waiting in an agent's inbox: the message and its JSON text as it was queued (a source the original
+    writes with fields dsh does not model, `subagent-report{form, senderSessionId}`, enters the step unchanged)."""
+
+    message: UserMessage
+    raw: str
+
+
+class _Inserted(msgspec.Struct):
+    inserted: list[msgspec.Raw] = msgspec.field(default_factory=list)
+
+
+_INSERTED = msgspec.json.Decoder(_Inserted)
+
+
+@dataclass(slots=True)
+class LogState:
+    """What the log's rules need to know about everything before `next_seq`, and what the agent loop reads back
+    from its own log: the latest request header (and whether it was written since the last `session/end-seed`, i.e.
+    by this run), the latest request context, and the runtime-context snapshot on the surface."""
+
+    next_seq: int = 0
+    surface: SurfaceFold = field(default_factory=SurfaceFold)
+    last_turn: int = 0
+    open_turn: int | None = None
+    open_turn_seq: int | None = None
+    open_step: tuple[int, int] | None = None
+    last_type: str | None = None
+    last_time: int = 0
+    requested: dict[str, tuple[str, int, int]] = field(default_factory=dict)
+    dispatched: dict[str, int] = field(default_factory=dict)
+    answered: set[str] = field(default_factory=set)
+    header: EpochHeader | None = None
+    header_seq: int | None = None
+    request_context: RequestContextData | None = None
+    seed_end: int | None = None
+    inbox: dict[InboxTarget, list[InboxItem]] = field(
+        default_factory=lambda: {"next-turn": [], "next-step": []}
+    )
+    settled_jobs: set[str] = field(default_factory=set)
+    """The ids of the background jobs whose outcome (`job/settled`) the log holds."""
+
+    @property
+    def header_written(self) -> bool:
+        """Whether the latest request header was written by this run (after the last `session/end-seed`)."""
+        return self.header_seq is not None and (self.seed_end is None or self.header_seq > self.seed_end)
+
+    @property
+    def snapshot(self) -> str | None:
+        """The text of the newest runtime-context snapshot on the surface (None: none is)."""
+        for node in reversed(self.surface.nodes):
+            if node.snapshot is not None:
+                return node.snapshot
+        return None
+
+    def feed(self, event: StoredEvent, *, check_seq: bool = True, data: object = None) -> None:
+        """Check one event against the rules and fold it in; raises `LogRuleError` and changes nothing if it breaks
+        one. `data` is the event's typed data when the caller has it, else the event's kept view is used (decoded
+        once, for the types the rules read)."""
+        if check_seq and event.seq != self.next_seq:
+            raise LogRuleError(
+                f"expected seq {self.next_seq} (seqs are contiguous from 0), got {event.seq}",
+                rule="seq.contiguous",
+                seq=event.seq,
+            )
+        if (
+            event.type == "assistant/chunk"
+            and event.surface_op is None
+            and event.source_event_seqs is None
+            and event.time >= 0
+        ):
+            # the bulk of every log: a chunk with a plain envelope changes no state the rules keep
+            self.next_seq, self.last_type, self.last_time = event.seq + 1, event.type, event.time
+            return
+        self._check_envelope(event)
+        given = data is not None
+        if data is None and event.type in _DECODED:
+            data = self._decode(event)
+        if isinstance(data, AssistantMessageData):
+            _check_model_source(event, data)
+        if event.surface_op is not None:
+            message = _message_of(data)
+            # a node keeps the typed message its writer handed over (appends: free); one decoded here to check it
+            # is not kept, so a long history costs its text once, not twice (readers decode it when they need it)
+            self.surface.apply(event, message if given else None, _snapshot_of(message))
+        self._track(event, data)
+        self.next_seq = event.seq + 1
+        self.last_type = event.type
+        self.last_time = event.time
+
+    def open_tool_calls(self) -> list[OpenToolCall]:
+        """Tool calls of the open turn that have no result yet, in the order the model made them."""
+        return [
+            OpenToolCall(call_id, name, turn, step, self.dispatched.get(call_id))
+            for call_id, (name, turn, step) in self.requested.items()
+            if call_id not in self.answered
+        ]
+
+    def _check_envelope(self, event: StoredEvent) -> None:
+        if event.type in _LEGACY:
+            raise LogRuleError(
+                f'"{event.type}" is a legacy type the format no longer reads; {_LEGACY[event.type]}',
+                rule="envelope.legacy",
+                seq=event.seq,
+            )
+        surface = event.type in SURFACE_TYPES
+        if event.type not in _CORE and event.surface_op is not None:
+            raise LogRuleError(
+                f'unknown event type "{event.type}" carries surfaceOp; dsh cannot project it',
+                rule="envelope.unknown-surface",
+                seq=event.seq,
+            )
+        if surface and event.surface_op is None:
+            raise LogRuleError(
+                f"a {event.type} event must carry surfaceOp", rule="envelope.surface-op", seq=event.seq
+            )
+        if not surface and (event.surface_op is not None or event.source_event_seqs is not None):
+            raise LogRuleError(
+                f"surfaceOp and sourceEventSeqs are allowed only on {', '.join(sorted(SURFACE_TYPES))}",
+                rule="envelope.surface-only",
+                seq=event.seq,
+            )
+        sources = event.source_event_seqs
+        if sources is not None:
+            if not sources and event.type != "assistant/message":
+                raise LogRuleError(
+                    "an empty sourceEventSeqs is allowed only on assistant/message",
+                    rule="envelope.sources-empty",
+                    seq=event.seq,
+                )
+            if len(set(sources)) != len(sources) or any(s < 0 or s >= event.seq for s in sources):
+                raise LogRuleError(
+                    f"sourceEventSeqs must be unique, non-negative and smaller than the event's seq: {list(sources)}",
+                    rule="envelope.sources",
+                    seq=event.seq,
+                )
+        if event.time < 0:
+            raise LogRuleError(
+                f"time must be epoch ms >= 0, got {event.time}", rule="envelope.time", seq=event.seq
+            )
+
+    def _decode(self, event: StoredEvent) -> object:
+        try:
+            data = event.view().data
+        except msgspec.DecodeError as error:
+            raise LogRuleError(f"bad {event.type} data: {error}", rule="data.schema", seq=event.seq) from None
+        return data
+
+    def _track(self, event: StoredEvent, data: object) -> None:
+        kind = event.type
+        if isinstance(data, TurnStartData) and kind == "turn/start":
+            self.open_turn, self.open_turn_seq, self.open_step = data.turn, event.seq, None
+            self.last_turn = max(self.last_turn, data.turn)
+            self.requested.clear()
+            self.dispatched.clear()
+            self.answered.clear()
+        elif isinstance(data, TurnEndData):
+            self.open_turn = self.open_turn_seq = None
+            self.open_step = None
+            self.last_turn = max(self.last_turn, data.turn)
+        elif isinstance(data, StepData):
+            self.open_step = (data.turn, data.step) if kind == "step/start" else None
+        elif isinstance(data, AssistantMessageData):
+            if not data.interrupted:
+                for block in data.message.content:
+                    if isinstance(block, ToolCallBlock):
+                        self.requested[block.id] = (block.name, data.turn, data.step)
+        elif isinstance(data, ToolCallData):
+            self.dispatched[data.call_id] = event.seq
+        elif isinstance(data, ToolResultData):
+            source = data.message.source
+            if isinstance(source, ToolSource):
+                self.answered.add(source.call_id)
+            for part in data.message.content:
+                if isinstance(part, ToolResultBlock):
+                    self.answered.add(part.tool_call_id)
+        elif isinstance(data, RequestHeaderData):
+            self.header, self.header_seq = data.header, event.seq
+        elif isinstance(data, RequestContextData):
+            self.request_context = data
+        elif kind == "session/end-seed":
+            self.seed_end = event.seq
+        elif isinstance(data, InboxSplicedData):
+            self._splice(event, data)
+        elif isinstance(data, JobSettledData):
+            self.settled_jobs.add(data.job_id)
+
+    def _splice(self, event: StoredEvent, data: InboxSplicedData) -> None:
+        queue = self.inbox[data.target]
+        removed = data.removed_count or 0
+        if not 0 <= data.start <= len(queue) or removed < 0 or data.start + removed > len(queue):
+            raise LogRuleError(
+                f"agent/inbox/spliced start {data.start} removedCount {removed} is outside the {data.target} "
+                f"queue, which holds {len(queue)} item(s)",
+                rule="inbox.splice",
+                seq=event.seq,
+            )
+        raws = _INSERTED.decode(event.data).inserted if data.inserted else []
+        items = [
+            InboxItem(message, bytes(raw).decode()) for message, raw in zip(data.inserted, raws, strict=True)
+        ]
+        queue[data.start : data.start + removed] = items
+
+
+def _check_model_source(event: StoredEvent, data: AssistantMessageData) -> None:
+    source = data.message.source
+    if not source.provider or not source.model:
+        raise LogRuleError(
+            "an assistant/message needs message.source {kind:'model', provider, model}",
+            rule="data.model-source",
+            seq=event.seq,
+        )

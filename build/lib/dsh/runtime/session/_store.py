@@ -1,0 +1,635 @@
+"""`SessionStore`: the module that speaks SQLite's SQL (but for the schema facts and the session listing it shares
+with the msgspec-free `dsh sessions list`, in `_rows`). Sessions and their append-only events in one SQLite file.
+
+WAL, `busy_timeout`, `BEGIN IMMEDIATE` for every write, `PRAGMA user_version` as the schema version with ordered
+migrations, and triggers that make the log defend itself against any SQLite client: an event takes exactly the next
+seq of its session (no REPLACE, no gap), events are never updated or deleted, `sessions` rows are never rewritten or
+deleted. A fork child stores only its own events; its prefix is read by reference from its parent (recursively).
+A lease row per session gives it one writer across processes.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Collection, Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from ._base import (
+    Lease,
+    SessionInfo,
+    SpawnedBy,
+    StoreBase,
+    lease_of,
+    new_lease,
+    segments,
+    session_row,
+)
+from ._errors import (
+    LeaseLostError,
+    LogGapError,
+    SessionExistsError,
+    SessionNotFoundError,
+    StoreSchemaError,
+)
+from ._events import Replace, StoredEvent, SurfaceOp
+from ._rows import LAST_SEQ_QUERY, SCHEMA_VERSION, SESSION_COLUMNS, SESSIONS_QUERY, log_length
+from ._services import Clock, IdMinter, SessionId
+
+if TYPE_CHECKING:  # sqlite_utils is imported only to create or migrate a schema: reading needs sqlite3 alone
+    import sqlite_utils
+
+__all__ = [
+    "LEASE_TTL_MS",
+    "SCHEMA_VERSION",
+    "EventRow",
+    "Lease",
+    "SessionInfo",
+    "SessionStore",
+    "SpawnedBy",
+]
+
+LEASE_TTL_MS = 30_000
+"""How long a lease outlives its holder's last renewal (the log renews it every third of this while it is open)."""
+_BATCH = 2_000
+
+
+EventRow = tuple[str, int, str, int, str, str | None, str | None, int | None, str | None]
+_INSERT = (
+    "INSERT INTO events (session_id, seq, type, time, data, surface_op, source_event_seqs, ignorable, extra) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_COLUMNS = "seq, type, time, data, surface_op, source_event_seqs, ignorable, extra"
+# What a read selects: the envelope's four optional columns folded into one, NULL on most rows (every chunk).
+# SQLite hands each selected column to Python on its own, and four NULL columns cost a quarter of a full read.
+_READ_COLUMNS = (
+    "seq, type, time, data, CASE WHEN surface_op IS NULL AND source_event_seqs IS NULL AND ignorable IS NULL "
+    "AND extra IS NULL THEN NULL ELSE json_array(surface_op, source_event_seqs, ignorable, extra) END"
+)
+_ENVELOPE = msgspec.json.Decoder(tuple[str | None, str | None, int | None, str | None])
+_SEQS = msgspec.json.Decoder(tuple[int, ...])
+_REPLACE = msgspec.json.Decoder(Replace)
+_SPAWNED = msgspec.json.Decoder(SpawnedBy)
+
+
+def _first(cursor: sqlite3.Cursor) -> Any:
+    """The first row of a query run to completion (an unfinished statement would pin its read snapshot)."""
+    rows = cursor.fetchall()
+    return rows[0] if rows else None
+
+
+def event_row(session_id: str, event: StoredEvent) -> EventRow:
+    """The `events` row of one event."""
+    op = event.surface_op
+    return (
+        session_id,
+        event.seq,
+        event.type,
+        event.time,
+        event.data,
+        None if op is None else ("append" if op == "append" else msgspec.json.encode(op).decode()),
+        None if event.source_event_seqs is None else msgspec.json.encode(event.source_event_seqs).decode(),
+        None if event.ignorable is None else int(event.ignorable),
+        event.extra,
+    )
+
+
+def _event(row: tuple[Any, ...]) -> StoredEvent:
+    seq, kind, time, data, op, sources, ignorable, extra = row
+    if (
+        op is None and sources is None and ignorable is None and extra is None
+    ):  # most rows (chunks): no envelope
+        return StoredEvent(type=kind, seq=seq, time=time, data=data)
+    surface: SurfaceOp | None = None
+    if op is not None:
+        surface = "append" if op == "append" else _REPLACE.decode(op)
+    return StoredEvent(
+        type=kind,
+        seq=seq,
+        time=time,
+        data=data,
+        surface_op=surface,
+        source_event_seqs=None if sources is None else _SEQS.decode(sources),
+        ignorable=None if ignorable is None else bool(ignorable),
+        extra=extra,
+    )
+
+
+def _read_event(row: tuple[Any, ...]) -> StoredEvent:
+    """The event of a row read with `_READ_COLUMNS`."""
+    seq, kind, time, data, envelope = row
+    if envelope is None:
+        return StoredEvent(type=kind, seq=seq, time=time, data=data)
+    return _event((seq, kind, time, data, *_ENVELOPE.decode(envelope)))
+
+
+def _info(row: tuple[Any, ...]) -> SessionInfo:
+    sid, created, cwd, parent, seed, inherits, depth, spawned, imported, extra = row
+    return SessionInfo(
+        id=SessionId(sid),
+        created_at=created,
+        cwd=cwd,
+        parent_id=parent,
+        seed_length=seed,
+        inherits=bool(inherits),
+        delegation_depth=depth,
+        spawned_by=None if spawned is None else _SPAWNED.decode(spawned),
+        imported_from=imported,
+        header_extra=extra,
+    )
+
+
+def _migrate_1(db: sqlite_utils.Database) -> None:
+    db.table("sessions").create(
+        {
+            "id": str,
+            "created_at": int,
+            "cwd": str,
+            "parent_id": str,
+            "seed_length": int,
+            "inherits": int,
+            "delegation_depth": int,
+            "spawned_by": str,
+            "imported_from": str,
+            "header_extra": str,
+        },
+        pk="id",
+        not_null={"created_at", "inherits", "delegation_depth"},
+        defaults={"inherits": 0, "delegation_depth": 0},
+    )
+    db.table("events").create(
+        {
+            "session_id": str,
+            "seq": int,
+            "type": str,
+            "time": int,
+            "data": str,
+            "surface_op": str,
+            "source_event_seqs": str,
+            "ignorable": int,
+            "extra": str,
+        },
+        pk=("session_id", "seq"),
+        not_null={"session_id", "seq", "type", "time", "data"},
+    )
+    db.execute(
+        "CREATE INDEX events_turn_bounds ON events (session_id, seq) WHERE type IN ('turn/start', 'turn/end')"
+    )
+    for action in ("UPDATE", "DELETE"):
+        db.execute(
+            f"CREATE TRIGGER events_no_{action.lower()} BEFORE {action} ON events "
+            f"BEGIN SELECT RAISE(ABORT, 'events are append-only: {action} is refused'); END"
+        )
+
+
+def _migrate_2(db: sqlite_utils.Database) -> None:
+    # INSERT OR REPLACE deletes the row it conflicts with without firing DELETE triggers unless recursive_triggers is
+    # on (sqlite_utils turns it on for dsh's own connection; a plain client has it off), and nothing refused a gap. An insert must take exactly the next seq of its session (a fork child's first is
+    # its seed_length): that refuses REPLACE over an existing event, gaps, and events of a session that does not
+    # exist. max(seq) is one probe of the primary key.
+    db.execute(
+        "CREATE TRIGGER events_next_seq BEFORE INSERT ON events WHEN NEW.seq IS NOT coalesce("
+        "(SELECT max(seq) + 1 FROM events WHERE session_id = NEW.session_id), "
+        "(SELECT CASE WHEN inherits THEN coalesce(seed_length, 0) ELSE 0 END FROM sessions WHERE id = NEW.session_id)"
+        ") BEGIN SELECT RAISE(ABORT, 'events are append-only: an event takes the next seq of an existing session'); END"
+    )
+    db.execute(
+        "CREATE TRIGGER sessions_no_replace BEFORE INSERT ON sessions "
+        "WHEN EXISTS (SELECT 1 FROM sessions WHERE id = NEW.id) "
+        "BEGIN SELECT RAISE(ABORT, 'sessions are immutable: a session id is inserted once'); END"
+    )
+    # OF the columns of version 1, all set at creation and never again: a column a later version adds for dsh to
+    # maintain is not frozen by this trigger (a migration is frozen too: it names them, not SESSION_COLUMNS)
+    db.execute(
+        "CREATE TRIGGER sessions_no_update BEFORE UPDATE OF id, created_at, cwd, parent_id, seed_length, inherits, "
+        "delegation_depth, spawned_by, imported_from, header_extra ON sessions "
+        "BEGIN SELECT RAISE(ABORT, 'sessions are immutable: UPDATE is refused'); END"
+    )
+    db.execute(
+        "CREATE TRIGGER sessions_no_delete BEFORE DELETE ON sessions "
+        "BEGIN SELECT RAISE(ABORT, 'sessions are never deleted: DELETE is refused'); END"
+    )
+    # The guard above keeps every log written from now on contiguous, so a read need not count a log's rows to find
+    # a gap: only a log an older store already held with one can have one (or a client that dropped the guard,
+    # which a read checks for). Each such log's first gap is written down here, once.
+    db.execute(
+        "CREATE TABLE log_gaps (session_id TEXT PRIMARY KEY, after INTEGER NOT NULL, next INTEGER NOT NULL)"
+    )
+    db.execute(
+        "INSERT INTO log_gaps (session_id, after, next) "
+        "SELECT sid, coalesce(prev, start - 1), min(seq) FROM ("
+        "  SELECT e.session_id AS sid, e.seq AS seq,"
+        "    lag(e.seq) OVER (PARTITION BY e.session_id ORDER BY e.seq) AS prev,"
+        "    CASE WHEN s.inherits THEN coalesce(s.seed_length, 0) ELSE 0 END AS start"
+        "  FROM events AS e JOIN sessions AS s ON s.id = e.session_id"
+        ") WHERE seq IS NOT coalesce(prev + 1, start) GROUP BY sid"
+    )
+    # one writer per session across processes: the holder's pid and host, since and until when (ms, wall clock)
+    db.execute(
+        "CREATE TABLE session_leases (session_id TEXT PRIMARY KEY, pid INTEGER NOT NULL, host TEXT NOT NULL, "
+        "since INTEGER NOT NULL, expires INTEGER NOT NULL, token TEXT NOT NULL)"
+    )
+
+
+_MIGRATIONS: tuple[Callable[[sqlite_utils.Database], None], ...] = (_migrate_1, _migrate_2)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: alive
+        return True
+    return True
+
+
+def _wall_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class SessionStore(StoreBase):
+    """Sessions and their events in one SQLite file; safe for several processes writing different sessions."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        clock: Clock | None = None,
+        ids: IdMinter | None = None,
+        synchronous: str = "FULL",
+        busy_timeout_ms: int = 10_000,
+        lease_ttl_ms: int = LEASE_TTL_MS,
+        wall_ms: Callable[[], int] = _wall_ms,
+    ) -> None:
+        super().__init__(clock=clock, ids=ids, lease_ttl_ms=lease_ttl_ms)
+        self.path = Path(path)
+        self._wall_ms = wall_ms  # leases only: the log's times come from `clock`
+        self._synchronous = synchronous
+        self._busy_timeout_ms = busy_timeout_ms
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        self._conn = self.connect()
+        self._conn.execute("PRAGMA recursive_triggers = ON")  # as sqlite_utils.Database sets it, built or not
+        self._db: sqlite_utils.Database | None = None
+        try:
+            self._migrate()
+        except BaseException:
+            self._conn.close()
+            raise
+
+    # ------------------------------------------------------------ connections and transactions
+
+    @property
+    def db(self) -> sqlite_utils.Database:
+        """The store's connection as a `sqlite_utils.Database` (what schema migrations are written against)."""
+        if self._db is None:
+            import sqlite_utils
+
+            self._db = sqlite_utils.Database(self._conn)
+        return self._db
+
+    def connect(self) -> sqlite3.Connection:
+        """A new connection to the store's file, configured like every other (used by log writers)."""
+        conn = sqlite3.connect(
+            self.path, isolation_level=None, check_same_thread=False, timeout=self._busy_timeout_ms / 1000
+        )
+        conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute(f"PRAGMA synchronous = {self._synchronous}")
+        return conn
+
+    @property
+    def location(self) -> str:
+        """The store's file, printable."""
+        return str(self.path)
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    @contextmanager
+    def _write(self, conn: sqlite3.Connection | None = None) -> Iterator[sqlite3.Connection]:
+        connection = conn or self._conn
+        with self._lock:
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                yield connection
+            except BaseException:
+                connection.execute("ROLLBACK")
+                raise
+            connection.execute("COMMIT")
+
+    def _migrate(self) -> None:
+        with self._write() as conn:
+            version = _first(conn.execute("PRAGMA user_version"))[0]
+            if version > SCHEMA_VERSION:
+                raise StoreSchemaError(
+                    f"{self.path} has schema version {version}, newer than this dsh reads ({SCHEMA_VERSION}); "
+                    "upgrade dsh"
+                )
+            for number in range(version, SCHEMA_VERSION):  # self.db (sqlite_utils) is built only here
+                _MIGRATIONS[number](self.db)
+            if version != SCHEMA_VERSION:  # an up-to-date store is not written to (a synced commit)
+                conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    def schema_version(self) -> int:
+        with self._lock:
+            return int(_first(self._conn.execute("PRAGMA user_version"))[0])
+
+    # ------------------------------------------------------------ sessions
+
+    def _has_session(self, session_id: str) -> bool:
+        with self._lock:
+            return bool(_first(self._conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,))))
+
+    def _add_session(self, info: SessionInfo) -> None:
+        with self._write() as conn:
+            self._insert_session(conn, info)
+
+    def _insert_session(self, conn: sqlite3.Connection, info: SessionInfo) -> None:
+        if _first(conn.execute("SELECT 1 FROM sessions WHERE id = ?", (info.id,))):
+            raise SessionExistsError(info.id)
+        conn.execute(
+            f"INSERT INTO sessions ({SESSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            session_row(info),
+        )
+
+    def info(self, session_id: str) -> SessionInfo:
+        with self._lock:
+            row = _first(
+                self._conn.execute(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,))
+            )
+        if row is None:
+            raise SessionNotFoundError(session_id, store=str(self.path))
+        return _info(row)
+
+    def sessions(self) -> list[SessionInfo]:
+        """Every session, oldest first."""
+        with self._lock:
+            rows = self._conn.execute(SESSIONS_QUERY).fetchall()
+        return [_info(row) for row in rows]
+
+    def children(self, session_id: str) -> list[SessionInfo]:
+        """The sessions whose parent is `session_id` (forks and subagents), oldest first. An imported child names
+        its parent by the id it had in its file, so a parent imported from that file (`imported_from`) claims it."""
+        info = self.info(session_id)
+        names = [info.id] if info.imported_from is None else [info.id, info.imported_from]
+        with self._lock:
+            rows = self._conn.execute(
+                f"SELECT {SESSION_COLUMNS} FROM sessions WHERE parent_id IN ({', '.join('?' * len(names))}) "
+                "AND id != ? ORDER BY created_at, id",
+                [*names, info.id],
+            ).fetchall()
+        return [_info(row) for row in rows]
+
+    def length(self, session_id: str) -> int:
+        """The number of events in the session's full log (its inherited prefix included)."""
+        info = self.info(session_id)
+        with self._lock:
+            top = _first(self._conn.execute(LAST_SEQ_QUERY, (session_id,)))[0]
+        return log_length(info.inherits, info.seed_length, top)
+
+    # ------------------------------------------------------------ reading
+
+    def _segments(self, session_id: str, stop: int | None) -> list[tuple[str, int, int | None]]:
+        return segments(self._chain(session_id), stop)
+
+    def _chain(self, session_id: str) -> Iterator[tuple[str, str | None, int | None, bool]]:
+        """The session and the parents its log inherits from, nearest first, each read when `segments` asks."""
+        current: str | None = session_id
+        while current is not None:
+            info = self.info(current)
+            yield current, info.parent_id, info.seed_length, info.inherits
+            current = info.parent_id if info.inherits else None
+
+    def events(
+        self,
+        session_id: str,
+        *,
+        start: int = 0,
+        stop: int | None = None,
+        types: Collection[str] | None = None,
+        skip_types: Collection[str] | None = None,
+    ) -> Iterator[StoredEvent]:
+        """The session's full log in seq order (the inherited prefix first), streamed from SQLite.
+
+        `types` keeps only those types; `skip_types` drops those (both filtered in SQL).
+        """
+        if types is not None and not types:
+            return
+        filters, params = "", []
+        if types is not None:
+            filters += f" AND type IN ({', '.join('?' * len(types))})"
+            params += list(types)
+        if skip_types:
+            filters += f" AND type NOT IN ({', '.join('?' * len(skip_types))})"
+            params += list(skip_types)
+        for owner, low, high in self._segments(session_id, stop):
+            # keyset pages: each query runs to completion, so an abandoned iterator never pins an old snapshot
+            low = max(low, start)
+            bound = "" if high is None else " AND seq < ?"
+            bound_params: list[object] = [] if high is None else [high]
+            self._check_contiguous(session_id, owner, low, high)
+            query = f"SELECT {_READ_COLUMNS} FROM events WHERE session_id = ? AND seq >= ?{bound}{filters} ORDER BY seq LIMIT ?"
+            while True:
+                with self._lock:
+                    page = self._conn.execute(query, [owner, low, *bound_params, *params, _BATCH]).fetchall()
+                yield from map(_read_event, page)
+                if len(page) < _BATCH:
+                    break
+                low = page[-1][0] + 1
+
+    def _check_contiguous(self, session_id: str, owner: str, low: int, high: int | None) -> None:
+        """Raise `LogGapError` if `owner`'s events from `low` (within the bound) skip a seq. While the next-seq guard
+        stands, no log can gain a gap, so the one an older store held (recorded when it migrated) is all there is
+        to look up; a store whose guard was dropped has its rows counted."""
+        with self._lock:
+            guarded = _first(
+                self._conn.execute(
+                    "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name = 'events_next_seq'"
+                )
+            )[0]
+            if guarded:
+                known = self._conn.execute(
+                    "SELECT after, next FROM log_gaps WHERE session_id = ?", (owner,)
+                ).fetchone()
+                # seqs after+1 .. next-1 are missing: a read that covers any of them meets the gap
+                if known is not None and known[1] - 1 >= low and (high is None or known[0] + 1 < high):
+                    raise LogGapError(session_id, after=known[0], next=known[1])
+                return
+        self._count_contiguous(session_id, owner, low, high)
+
+    def _count_contiguous(self, session_id: str, owner: str, low: int, high: int | None) -> None:
+        """The check without the guard: one count over the primary key, and a search for the gap only when the
+        count says there is one."""
+        where = "session_id = ? AND seq >= ?" + ("" if high is None else " AND seq < ?")
+        params: list[object] = [owner, low] if high is None else [owner, low, high]
+        with self._lock:
+            count, first, last = _first(
+                self._conn.execute(f"SELECT count(*), min(seq), max(seq) FROM events WHERE {where}", params)
+            )
+            if count == 0 or (first == low and last - first + 1 == count):
+                return
+            if first != low:
+                raise LogGapError(session_id, after=low - 1, next=first)
+            after = _first(
+                self._conn.execute(
+                    f"SELECT seq FROM events AS e WHERE {where} AND NOT EXISTS "
+                    "(SELECT 1 FROM events WHERE session_id = e.session_id AND seq = e.seq + 1) ORDER BY seq LIMIT 1",
+                    params,
+                )
+            )[0]
+            following = _first(
+                self._conn.execute(
+                    "SELECT min(seq) FROM events WHERE session_id = ? AND seq > ?", (owner, after)
+                )
+            )[0]
+        raise LogGapError(session_id, after=after, next=following)
+
+    # ------------------------------------------------------------ writing
+
+    def append_events(
+        self,
+        session_id: str,
+        events: Iterable[StoredEvent],
+        *,
+        conn: sqlite3.Connection | None = None,
+        lease: Lease | None = None,
+    ) -> None:
+        """Insert checked events in one transaction (the caller has checked them against the log's rules); with
+        `lease`, only while it is still the caller's."""
+        rows = [event_row(session_id, event) for event in events]
+        with self._write(conn) as connection:
+            if lease is not None:
+                self._check_lease(connection, lease)
+            connection.executemany(_INSERT, rows)
+
+    def insert_rows(
+        self, conn: sqlite3.Connection, rows: list[EventRow], *, lease: Lease | None = None
+    ) -> None:
+        """Insert prepared rows in one transaction on `conn` (the group-commit writer's path). With `lease`, the
+        transaction first checks that the lease is still this writer's (`SessionInUseError` naming the holder if it
+        was taken over)."""
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if lease is not None:
+                self._check_lease(conn, lease)
+            conn.executemany(_INSERT, rows)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def wait_for_events(self, session_id: str, length: int, timeout: float) -> None:
+        """Poll the WAL file (and the database file) until either changes, or `timeout` seconds pass."""
+        files = (self.path, self.path.with_name(self.path.name + "-wal"))
+
+        def marks() -> tuple[tuple[int, int], ...]:
+            stats = []
+            for file in files:
+                try:
+                    stat = file.stat()
+                except FileNotFoundError:  # no WAL file between checkpoints: its absence is a mark too
+                    stats.append((-1, -1))
+                else:
+                    stats.append((stat.st_mtime_ns, stat.st_size))
+            return tuple(stats)
+
+        before = marks()
+        if self.length(session_id) > length:
+            return
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and marks() == before:
+            time.sleep(0.02)
+
+    def import_session(self, info: SessionInfo, events: Iterable[StoredEvent]) -> SessionInfo:
+        """Create a session and insert its events in one transaction; if `events` raises, nothing is kept."""
+        with self._write() as conn:
+            self._insert_session(conn, info)
+            batch: list[EventRow] = []
+            for event in events:
+                batch.append(event_row(info.id, event))
+                if len(batch) >= _BATCH:
+                    conn.executemany(_INSERT, batch)
+                    batch.clear()
+            conn.executemany(_INSERT, batch)
+        return info
+
+    # ------------------------------------------------------------ leases (one writer per session)
+
+    def lease_holder(self, session_id: str) -> Lease | None:
+        """The lease on `session_id`, if a process holds one (expired or not)."""
+        with self._lock:
+            return self._holder(self._conn, session_id)
+
+    @staticmethod
+    def _holder(conn: sqlite3.Connection, session_id: str) -> Lease | None:
+        row = _first(
+            conn.execute(
+                "SELECT pid, host, since, expires, token FROM session_leases WHERE session_id = ?",
+                (session_id,),
+            )
+        )
+        return None if row is None else lease_of(session_id, row)
+
+    def acquire_lease(self, session_id: str) -> Lease:
+        """Take the lease on `session_id` for this process, or raise `SessionInUseError` naming its holder. A held
+        lease is taken over only when its holder is provably gone: its pid is dead on this host, or it expired."""
+        now = self._wall_ms()
+        mine = new_lease(session_id, now=now, ttl_ms=self.lease_ttl_ms)
+        with self._write() as conn:
+            held = self._holder(conn, session_id)
+            if held is not None:
+                gone = held.expires <= now or (held.host == mine.host and not _pid_alive(held.pid))
+                if not gone:
+                    raise held.in_use()
+                conn.execute("DELETE FROM session_leases WHERE session_id = ?", (session_id,))
+            conn.execute(
+                "INSERT INTO session_leases (session_id, pid, host, since, expires, token) VALUES (?, ?, ?, ?, ?, ?)",
+                (session_id, mine.pid, mine.host, mine.since, mine.expires, mine.token),
+            )
+        return mine
+
+    def renew_lease(self, lease: Lease) -> None:
+        """Push the lease's expiry a TTL ahead; `SessionInUseError` if it is no longer this holder's."""
+        with self._write() as conn:
+            self._check_lease(conn, lease)
+            conn.execute(
+                "UPDATE session_leases SET expires = ? WHERE session_id = ? AND token = ?",
+                (self._wall_ms() + self.lease_ttl_ms, lease.session_id, lease.token),
+            )
+
+    def release_lease(self, lease: Lease) -> None:
+        """Give the lease back (a no-op if it was already taken over)."""
+        with self._write() as conn:
+            conn.execute(
+                "DELETE FROM session_leases WHERE session_id = ? AND token = ?",
+                (lease.session_id, lease.token),
+            )
+
+    def _check_lease(self, conn: sqlite3.Connection, lease: Lease) -> None:
+        held = self._holder(conn, lease.session_id)
+        if held is None:  # expired, taken over and released by another process meanwhile
+            raise LeaseLostError(lease.session_id)
+        if held.token != lease.token:  # taken over: this process stalled past its lease's expiry
+            raise held.in_use()
+
+    # ------------------------------------------------------------ fork (the checks are `StoreBase.fork`'s)
+
+    def _last_turn_bound(self, owner: str, low: int, high: int) -> tuple[int, str] | None:
+        with self._lock:
+            row = _first(
+                self._conn.execute(
+                    "SELECT seq, type FROM events WHERE session_id = ? AND seq >= ? AND seq < ? "
+                    "AND type IN ('turn/start', 'turn/end') ORDER BY seq DESC LIMIT 1",
+                    (owner, low, high),
+                )
+            )
+        return None if row is None else (int(row[0]), str(row[1]))

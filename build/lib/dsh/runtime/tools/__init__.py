@@ -1,0 +1,43 @@
+"""The tool registry, tool definitions, argument validation and the execution pipeline of one call."""
+
+from .arguments import INVALID_ARGUMENTS as INVALID_ARGUMENTS
+from .arguments import ArgumentValidator as ArgumentValidator
+from .definition import Tool as Tool
+from .definition import ToolCall as ToolCall
+from .definition import ToolContext as ToolContext
+from .definition import ToolDefinitionError as ToolDefinitionError
+from .definition import ToolResult as ToolResult
+from .environment import CREDENTIAL_PATTERNS as CREDENTIAL_PATTERNS
+from .environment import TOOL_ENV as TOOL_ENV
+from .environment import EnvPolicy as EnvPolicy
+from .environment import ToolEnvironment as ToolEnvironment
+from .registry import EXECUTOR as EXECUTOR
+from .registry import TOOL_FAILED as TOOL_FAILED
+from .registry import TOOLS as TOOLS
+from .registry import UNKNOWN_TOOL as UNKNOWN_TOOL
+from .registry import DuplicateToolError as DuplicateToolError
+from .registry import ToolRegistry as ToolRegistry
+from .registry import ToolView as ToolView
+from .registry import plugin as plugin
+
+__all__ = [
+    "CREDENTIAL_PATTERNS",
+    "EXECUTOR",
+    "INVALID_ARGUMENTS",
+    "TOOLS",
+    "TOOL_ENV",
+    "TOOL_FAILED",
+    "UNKNOWN_TOOL",
+    "ArgumentValidator",
+    "DuplicateToolError",
+    "EnvPolicy",
+    "Tool",
+    "ToolCall",
+    "ToolContext",
+    "ToolDefinitionError",
+    "ToolEnvironment",
+    "ToolRegistry",
+    "ToolResult",
+    "ToolView",
+    "plugin",
+]

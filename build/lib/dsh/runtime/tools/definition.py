@@ -1,0 +1,110 @@
+"""What a tool is: its definition (name, description, JSON-schema parameters, async execute), the context one call
+runs in, and the result it returns to the model."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from dsh.runtime.kernel import Context
+from dsh.runtime.kernel.errors import ToolError
+
+if TYPE_CHECKING:
+    from dsh.runtime.session import SessionLog
+
+__all__ = ["TOOL_NAME", "Tool", "ToolCall", "ToolContext", "ToolResult", "ToolDefinitionError"]
+
+TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+class ToolDefinitionError(ToolError, ValueError):
+    """A tool definition is malformed (bad name, parameters that are not an object schema)."""
+
+    def __init__(self, message: str, *, tool: str) -> None:
+        super().__init__(message)
+        self.tool = tool
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One call the model asked for: its id, the tool name and the raw JSON arguments it streamed."""
+
+    call_id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What a call returns to the model. `is_error` marks a failed call; `code` is a stable machine-readable
+    reason (`INVALID_ARGUMENTS`, `UNKNOWN_TOOL`, `TOOL_FAILED`, `ABORTED`, ...); `meta` is logged beside the
+    result for clients and never shown to the model."""
+
+    text: str
+    is_error: bool = False
+    code: str | None = None
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def error(cls, code: str, text: str) -> ToolResult:
+        return cls(text=text, is_error=True, code=code)
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """Where one call runs: the calling agent's context (its scope and services), its workspace and the call id.
+
+    When the agent loop runs the call, `log` is the session's log (a tool that records a fact of its own, such as
+    `todo/write`, appends it there), `turn` and `step` locate the call, and `agent` is the calling
+    `dsh.runtime.agent.Agent` (subagent tools fork and spawn from it). Outside a loop they are None / 0.
+
+    Cancellation arrives as anyio cancellation of the task running `execute`; a tool that must clean up does so in
+    `finally` (with a shielded cancel scope for awaits).
+    """
+
+    ctx: Context
+    cwd: Path
+    call_id: str
+    log: SessionLog | None = None
+    turn: int = 0
+    step: int = 0
+    agent: Any = None
+
+
+Execute = Callable[[dict[str, Any], ToolContext], Awaitable[ToolResult | str]]
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A tool: `name` (what the model calls), `description` (its semantics and when to use it: the one place they
+    live), `parameters` (a JSON schema of type object) and `execute(arguments, context)`.
+
+    `execute` receives arguments already validated against `parameters`; it returns a ToolResult, or a plain
+    string for a successful text result. An exception it raises becomes an error result, never a crash.
+
+    `hermetic` says whether the tool's result depends only on its arguments and the workspace: False for a tool
+    that reaches the network or another outside service, so a replay serves its recorded result instead of
+    running it (replay's recorded tools). `timing_dependent` says that its result depends on how far background
+    work has got when it runs (a read of a background job): a replay still runs it, for what it does, and serves
+    the model the recorded result.
+    """
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+    execute: Execute
+    hermetic: bool = True
+    timing_dependent: bool = False
+
+    def __post_init__(self) -> None:
+        if not TOOL_NAME.fullmatch(self.name):
+            raise ToolDefinitionError(
+                f'tool name "{self.name}" is invalid; use 1-64 letters, digits, "_" or "-"', tool=self.name
+            )
+        if self.parameters.get("type") != "object":
+            raise ToolDefinitionError(
+                f'tool "{self.name}": parameters must be a JSON schema with "type": "object"', tool=self.name
+            )
