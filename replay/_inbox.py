@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 import anyio
 import msgspec
 
-from dsh.runtime.agent import Agent, InputSource, QueueTarget, Splice
+from dsh.runtime.agent import AGENTS, Agent, InputSource, QueueTarget, Splice
+from dsh.runtime.jobs import JOBS
 from dsh.runtime.llm import OtherSource, PluginSource, ToolSource, UserMessage, UserSource
 from dsh.runtime.session import (
     Event,
@@ -36,7 +37,14 @@ BoundLog = Callable[[str], str | None]
 """Live session id -> the name of the recorded log it is bound to (None: none)."""
 
 _WAIT_S = 60.0
-"""How long a held agent waits for input its recording says is due, before the re-run fails naming it."""
+"""The most a held agent waits for input its recording says is due while something live (a busy agent, a running
+job) could still send it, before the re-run fails naming it. With nothing live it fails at once."""
+
+_RECHECK_S = 1.0
+"""How often a held agent looks again at what is live (an agent going idle or a job ending may not notify it)."""
+
+_SETTLE_S = 5.0
+"""The most a held agent waits for the other tasks to block (a sender already started gets to queue its input)."""
 
 
 def source_kind(source: UserSource | PluginSource | ToolSource | OtherSource) -> str:
@@ -119,6 +127,23 @@ class Positions:
         return out
 
 
+class _Signal:
+    """Wakes every waiter of one gate when anything changes: an input taken or spliced, an agent past a boundary."""
+
+    __slots__ = ("_event",)
+
+    def __init__(self) -> None:
+        self._event = anyio.Event()
+
+    def notify(self) -> None:
+        event, self._event = self._event, anyio.Event()
+        event.set()
+
+    async def wait(self, seconds: float) -> None:
+        with anyio.move_on_after(seconds):
+            await self._event.wait()
+
+
 @dataclass
 class _Slot:
     delivery: Delivery
@@ -144,13 +169,12 @@ class _Session:
 
     name: str
     slots: list[_Slot]
+    signal: _Signal
     agent: Agent | None = None
     positions: Positions = field(default_factory=Positions)
-    changed: anyio.Event = field(default_factory=anyio.Event)
 
     def notify(self) -> None:
-        changed, self.changed = self.changed, anyio.Event()
-        changed.set()
+        self.signal.notify()
 
     def due(self) -> list[_Slot]:
         return [s for s in self.slots if not s.spliced and s.delivery.position == self.positions.current]
@@ -159,6 +183,17 @@ class _Session:
 def _idle(position: Position) -> bool:
     """Whether an agent at `position` is between turns (before its first, or after a `turn/end`)."""
     return position is None or position[0] == "turn/end"
+
+
+def _before(position: Position, live: Position) -> bool:
+    """Whether a recorded input at `position` entered before a reopened log's `live` position (after its turn N):
+    the inputs of turns up to N, which the reopened log already holds."""
+    if position is None:
+        return live is not None
+    if live is None:
+        return False
+    tag, turn, _ = position
+    return turn < live[1] or (turn == live[1] and tag != "turn/end")
 
 
 def _live_position(agent: Agent) -> Position:
@@ -175,9 +210,13 @@ class RecordedInbox:
     `bound`: live session id -> the recorded log's name (the replay adapter's binding), None when unbound."""
 
     def __init__(self, logs: list[tuple[str, str, tuple[Delivery, ...]]], bound: BoundLog) -> None:
+        self._signal = _Signal()
         self._sessions = {
-            name: _Session(name, [_Slot(d) for d in deliveries]) for name, _, deliveries in logs
+            name: _Session(name, [_Slot(d) for d in deliveries], self._signal) for name, _, deliveries in logs
         }
+        self._held: set[str] = (
+            set()
+        )  # live session ids waiting in this gate (they send nothing new meanwhile)
         self._ids = {log_id: name for name, log_id, _ in logs}
         self._bound = bound
         self._problems: list[ReplayMismatch] = []
@@ -208,7 +247,27 @@ class RecordedInbox:
         if session.agent is not agent:  # first seen, or reopened (resume): start from its log
             session.agent = agent
             session.positions = Positions(_live_position(agent))
+            for slot in session.slots:
+                # a reopened log already holds the input of its turns (whether this gate spliced it, or the
+                # session was recorded, or replayed, by an earlier command): its next input is the next turn's
+                if not slot.taken and _before(slot.delivery.position, session.positions.current):
+                    slot.taken = slot.spliced = True
         return session
+
+    def _senders(self, agent: Agent) -> list[str]:
+        """What live could still queue input: every agent other than `agent` with a turn running and not itself held
+        in this gate, and every running background job."""
+        live: list[str] = []
+        agents = agent.ctx.get(AGENTS).live() if agent.ctx.has(AGENTS) else [agent]
+        for other in agents:
+            if other is not agent and other.busy and other.id not in self._held:
+                live.append(f"session {other.id} (a turn running)")
+        if agent.ctx.has(JOBS):
+            live.extend(
+                f"job {job.id} ({job.tool}) of session {owner}"
+                for owner, job in agent.ctx.get(JOBS).running()
+            )
+        return live
 
     def _sender_log(self, sender: str | None) -> str | None:
         return None if sender is None else self._bound(sender)
@@ -277,12 +336,15 @@ class RecordedInbox:
                 # waits for this input), so the input enters now, in recorded order
                 await slot.enter(session)
                 continue
-            await session.changed.wait()
+            # waits without a bound, for a reason: the input enters when its receiver reaches the recorded position,
+            # and a receiver held there waiting for earlier input fails (its wait is bounded), ending this one
+            await self._signal.wait(_RECHECK_S)
 
     async def boundary(self, agent: Agent, event: Event) -> None:
         session = self._session(agent)
         if session is None:
             return
+        why = f"no live sender delivered it in {_WAIT_S:g} s"
         with anyio.move_on_after(_WAIT_S) as waited:
             # inside a turn the input due here enters just before the agent leaves this position, in recorded
             # order (each as soon as its sender has queued it: a later sender may wait on an earlier one's entry),
@@ -290,13 +352,22 @@ class RecordedInbox:
             while due := session.due():
                 if due[0].taken and not due[0].splicing:
                     await due[0].enter(session)
+                elif due[0].taken or await self._may_come(agent, due[0]):
+                    self._held.add(agent.id)
+                    try:
+                        await self._signal.wait(_RECHECK_S)
+                    finally:
+                        self._held.discard(agent.id)
                 else:
-                    await session.changed.wait()
-        if waited.cancelled_caught:
+                    why = (
+                        "nothing live can send it (no other agent has a turn running, and no job is running)"
+                    )
+                    break
+        if waited.cancelled_caught or session.due():
             missing = [f"{s.delivery.target} {s.delivery.kind}" for s in session.due()]
             problem = ReplayMismatch(
                 f"replay mismatch: {session.name} records input {missing} before {event.__struct_config__.tag} at "
-                f"{session.positions.current}, and no live sender delivered it in {_WAIT_S:g} s",
+                f"{session.positions.current}, and {why}",
                 session_id=agent.id,
                 log=session.name,
                 call=None,
@@ -307,3 +378,16 @@ class RecordedInbox:
             raise problem
         session.positions.current = session.positions.after(event)
         session.notify()
+
+    async def _may_come(self, agent: Agent, slot: _Slot) -> bool:
+        """Whether the input of `slot` may still be queued: something live could send it, or, once every other
+        task has run as far as it can (a sender already started queues its input then), it was."""
+        if self._senders(agent):
+            return True
+        self._held.add(agent.id)
+        try:
+            with anyio.move_on_after(_SETTLE_S):
+                await anyio.wait_all_tasks_blocked()
+        finally:
+            self._held.discard(agent.id)
+        return slot.taken or bool(self._senders(agent))

@@ -1,7 +1,8 @@
 """ACP's stdio as anyio byte streams for the one JSON-lines transport (`dsh.runtime.jsonlines.JsonLinesTransport`, which
-frames and bounds what is read): a pipe, socket or terminal through asyncio's pipe transports, and a regular file,
-which those refuse, by plain reads and writes (`dsh acp < requests.jsonl > answers.jsonl`): a regular file never
-makes a read or a write wait."""
+frames and bounds what is read): a pipe, socket or terminal through asyncio's pipe transports, and anything else (a
+regular file, `/dev/null`: what CI, nohup and systemd give), which those refuse, by plain reads and writes
+(`dsh acp < requests.jsonl > answers.jsonl`): such a file never makes a read or a write wait, and `/dev/null` reads
+as the end of input at once."""
 
 from __future__ import annotations
 
@@ -88,8 +89,11 @@ class _FileOut(ByteSendStream):
         """stdout is the process's: nothing to close."""
 
 
-def _regular(fd: int) -> bool:
-    return stat.S_ISREG(os.fstat(fd).st_mode)
+def _plain(fd: int) -> bool:
+    """Whether `fd` is read and written plainly: not a pipe, socket or terminal (the only kinds asyncio's pipe
+    transports can wait on; a regular file or a device such as /dev/null never makes a read or a write wait)."""
+    mode = os.fstat(fd).st_mode
+    return not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd))
 
 
 async def stdio_streams() -> tuple[ByteReceiveStream, ByteSendStream]:
@@ -97,14 +101,14 @@ async def stdio_streams() -> tuple[ByteReceiveStream, ByteSendStream]:
     loop = asyncio.get_running_loop()
     stdin, stdout = sys.stdin.fileno(), sys.stdout.fileno()
     receive: ByteReceiveStream
-    if _regular(stdin):
+    if _plain(stdin):
         receive = _FileIn(stdin)
     else:
         reader = asyncio.StreamReader()
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
         receive = _PipeIn(reader)
     sys.stdout.flush()  # what was printed through sys.stdout goes first
-    if _regular(stdout):
+    if _plain(stdout):
         return receive, _FileOut(stdout)
     transport, protocol = await loop.connect_write_pipe(_Backpressure, sys.stdout)
     return receive, _PipeOut(transport, protocol)

@@ -318,6 +318,11 @@ class JobService:
             agent.ctx.effect(forget)  # the agent's scope is disposed as it closes
         return jobs
 
+    def running(self) -> list[tuple[str, Job]]:
+        """Every job still running, with the session id of the agent it belongs to (a replay's inbox gate asks:
+        a running job may still queue its notice)."""
+        return [(owner, job) for owner, jobs in self._agents.items() for job in jobs.all() if not job.settled]
+
     def enable(self) -> Callable[[], None]:
         """Count one more tool instance with background jobs; the job tools exist while the count is above zero.
         The returned disposer (idempotent) takes it back."""

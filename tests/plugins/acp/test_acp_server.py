@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
 from pathlib import Path
 
 import anyio
@@ -396,3 +397,52 @@ async def test_stdin_and_stdout_may_be_regular_files(tmp_path: Path) -> None:
         )
     answered = [json.loads(line) for line in answers.read_text().splitlines()]
     assert [(m["id"], "result" in m) for m in answered] == [(1, True), (2, True)]
+
+
+@pytest.mark.parametrize("stdin", ["devnull", "closed-pipe"])
+async def test_stdin_at_its_end_or_dev_null_exits_0_without_a_traceback(tmp_path: Path, stdin: str) -> None:
+    """What CI, nohup and systemd give `dsh acp`: /dev/null (a device asyncio's pipe transports refuse) or a pipe
+    already at its end. The server sees the end of input and exits 0."""
+    root = Path(__file__).parents[3]
+    command = [*DSH, "acp", "--replay", str(root / "fixtures" / "harness" / "text-turn"), "--store"]
+    with anyio.fail_after(60):
+        if stdin == "devnull":
+            ran = await anyio.run_process(
+                [*command, str(tmp_path / "s.db")], stdin=subprocess.DEVNULL, env=plain_env(), check=False
+            )
+        else:
+            ran = await anyio.run_process(
+                [*command, str(tmp_path / "s.db")], input=b"", env=plain_env(), check=False
+            )
+    assert (ran.returncode, ran.stdout, ran.stderr.decode()) == (0, b"", "")
+
+
+async def test_a_loaded_session_continues_from_the_recordings_next_turn(tmp_path: Path) -> None:
+    """session/load then session/prompt with `--replay`: the prompt is served the recording's turn 2 (it once
+    waited forever for the recording's turn-1 input); one more says in one line that the recording has no turn 3."""
+    root = Path(__file__).parents[3]
+    config, store = root / "examples" / "acp-agent.yml", tmp_path / "s.db"
+    extra = ("--replay", str(root / "fixtures" / "harness" / "multi-turn"))
+    first, second = Recorder(), Recorder()
+    async with dsh_acp(tmp_path, config, first, store=store, extra=extra) as (conn, _):
+        with anyio.fail_after(60):
+            await conn.initialize(protocol_version=PROTOCOL_VERSION)
+            sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+            await conn.prompt(session_id=sid, prompt=[text_block("one")])
+    async with dsh_acp(tmp_path, config, second, store=store, extra=extra) as (conn, _):
+        with anyio.fail_after(60):
+            await conn.initialize(protocol_version=PROTOCOL_VERSION)
+            await conn.load_session(cwd=str(tmp_path), session_id=sid, mcp_servers=[])
+            second.clear()
+            response = await conn.prompt(session_id=sid, prompt=[text_block("two")])
+            said = text_of(second.of(sid), AgentMessageChunk)
+            second.clear()
+            past: Exception | None = None
+            try:
+                await conn.prompt(session_id=sid, prompt=[text_block("three")])
+            except RequestError as error:
+                past = error
+    assert text_of(first.of(sid), AgentMessageChunk) == "ONE"
+    assert (response.stop_reason, said) == ("end_turn", "TWO")
+    assert past is not None
+    assert "the recording has no turn 3" in str(past)

@@ -160,3 +160,43 @@ async def test_sessions_show_takes_an_id_prefix_and_says_why_a_turn_failed(tmp_p
     assert code == 0, err
     assert f"session {session}" in shown
     assert "turn 1 ended: error: simulated provider error (HTTP 401) [AUTH]" in shown
+
+
+async def test_resuming_with_replay_runs_the_recordings_next_turn_then_says_it_has_no_more(
+    tmp_path: Path,
+) -> None:
+    """`dsh run --session ID --replay LOG` and `dsh chat --session ID --replay LOG` (the hint chat prints when it
+    leaves) continue from the recording's next turn; they once waited forever for the recording's turn-1 input."""
+    store, recording = str(tmp_path / "s.db"), str(ROOT / "fixtures" / "harness" / "multi-turn")
+    replayed = ("--replay", recording, "--store", store, "--cwd", str(tmp_path))
+    with anyio.fail_after(120):
+        code, out, err = await dsh("run", "one", *replayed, env=_no_config())
+        assert (code, out.splitlines()[-1]) == (0, "ONE"), err
+        session = err.split("session ")[-1].strip()
+        code, out, err = await dsh("run", "two", "--session", session, *replayed, env=_no_config())
+        assert (code, out.splitlines()[-1]) == (0, "TWO"), err
+        chat = await anyio.run_process(
+            [*DSH, "chat", "--session", session, *replayed], input=b"three\n", check=False, env=_no_config()
+        )
+    said = chat.stdout.decode()
+    assert chat.returncode == 0, chat.stderr.decode()
+    assert "the recording has no turn 3 (" in said
+    assert "holds 2 turns); a replay goes only as far as its recording" in said
+
+
+async def test_a_replay_whose_recorded_input_nothing_live_can_send_fails_at_once_naming_it(
+    tmp_path: Path,
+) -> None:
+    """`steering-mid-turn` records the user steering the turn; `dsh run` types nothing during it, and no tool, job
+    or other agent is running, so the held step fails at once (not after the 60 s bound) naming the input."""
+    recording = str(ROOT / "fixtures" / "authored" / "steering-mid-turn")
+    work = tmp_path / "work"
+    shutil.copytree(ROOT / "fixtures" / "authored" / "steering-mid-turn" / "workspace", work)
+    with anyio.fail_after(30):
+        code, _, err = await dsh(
+            "run", "hi", "--replay", recording, "--store", str(tmp_path / "s.db"), "--cwd", str(work),
+            env=_no_config(),
+        )  # fmt: skip
+    assert code == 2, err
+    assert "records input ['next-step user'] before step/end" in err
+    assert "nothing live can send it" in err
