@@ -22,6 +22,7 @@ replay logs the `request/context` the recording logged.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -71,6 +72,14 @@ class _Log:
         return f"{self.name} ({len(self.served)} entries{by}; {state})"
 
 
+def _seed(workspace: Path, cwd: Path) -> None:
+    """Copy the recording's `workspace` into `cwd` when `cwd` is empty or missing (a cwd holding anything is the
+    user's: left as it is). Before the session's first model call, so before any of its tools runs."""
+    if cwd.exists() and any(cwd.iterdir()):
+        return
+    shutil.copytree(workspace, cwd, symlinks=True, dirs_exist_ok=True)
+
+
 def _asked(calls: list[CallKey | None]) -> str:
     return ", ".join(format_call(call) for call in calls) or "nothing"
 
@@ -80,11 +89,17 @@ class ReplayAdapter:
     cwd (a `SessionStore`, or a lookup callable); `pace_ms` sleeps that long before each chunk (cancellable)."""
 
     def __init__(
-        self, recording: Recording, *, sessions: SessionStoreProtocol | SessionLookup, pace_ms: float = 0.0
+        self,
+        recording: Recording,
+        *,
+        sessions: SessionStoreProtocol | SessionLookup,
+        pace_ms: float = 0.0,
+        workspace: str | Path | None = None,
     ) -> None:
         if not pace_ms >= 0:
             raise ValueError(f"pace_ms must be >= 0, got {pace_ms}")
         self.recording = recording
+        self._workspace = None if workspace is None else Path(workspace)
         self._lookup: SessionLookup = sessions if callable(sessions) else sessions.info
         self._pace = pace_ms / 1000
         self._logs = [_Log(script) for script in recording.scripts]
@@ -176,6 +191,8 @@ class ReplayAdapter:
         target.live = session_id
         target.cwd = None if info is None else info.cwd
         self._live[session_id] = target
+        if target is self._logs[0] and self._workspace is not None and target.cwd is not None:
+            _seed(self._workspace, Path(target.cwd))
         return target
 
     def _claim(self, request: LlmRequest) -> tuple[_Log, ScriptEntry]:

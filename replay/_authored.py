@@ -13,7 +13,7 @@ import anyio
 import msgspec
 import yaml
 
-from dsh.runtime.kernel import Context, Plugin
+from dsh.runtime.kernel import Context, Plugin, ServiceKey
 from dsh.runtime.llm import (
     LLM,
     BlockEnd,
@@ -42,7 +42,15 @@ from dsh.runtime.session import STORE, SessionStoreProtocol
 from ._errors import ReplayMismatch, ScriptError
 from ._placeholders import with_cwd
 
-__all__ = ["Reply", "ScriptedConfig", "ScriptedModel", "load_replies", "reply_chunks", "scripted_plugin"]
+__all__ = [
+    "SCRIPTED",
+    "Reply",
+    "ScriptedConfig",
+    "ScriptedModel",
+    "load_replies",
+    "reply_chunks",
+    "scripted_plugin",
+]
 
 
 class ToolCallSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -130,11 +138,40 @@ class ScriptedModel:
     """Serves `replies` in order, whichever session calls (a reply with a `depth` only to a session at that
     delegation depth); `{{cwd}}` in a reply is the calling session's cwd."""
 
-    def __init__(self, replies: tuple[Reply, ...], store: SessionStoreProtocol) -> None:
+    def __init__(
+        self, replies: tuple[Reply, ...], store: SessionStoreProtocol, *, source: str = "the replies"
+    ) -> None:
         self.replies = replies
         self.served = 0
+        self.asked = 0
+        self.source = source
         self._taken = [False] * len(replies)
         self._store = store
+
+    def assert_consumed(self) -> None:
+        """Raise unless the run asked for exactly one model call per reply: too few replies leave a call with none
+        (its turn failed), too many are replies the run never asked for; either way the recording is not the one
+        the replies describe."""
+        if self.asked == self.served == len(self.replies):
+            return
+        unserved = [str(i + 1) for i, taken in enumerate(self._taken) if not taken]
+        count = len(self.replies)
+        if self.asked > self.served:
+            detail = f"the run asked for {self.asked} model calls: add the {self.asked - self.served} missing"
+        else:
+            detail = (
+                f"the run asked for {self.asked} model call{'' if self.asked == 1 else 's'}: reply "
+                f"{', '.join(unserved)} {'was' if len(unserved) == 1 else 'were'} never served (remove "
+                f"{'it' if len(unserved) == 1 else 'them'}, or add the inputs that ask for more)"
+            )
+        raise ReplayMismatch(
+            f"{self.source} holds {count} repl{'y' if count == 1 else 'ies'} and {detail}",
+            session_id=None,
+            log=None,
+            call=None,
+            recorded=f"{count} replies",
+            asked=f"{self.asked} model calls",
+        )
 
     def _next(self, session_id: str | None) -> int | None:
         depth = 0 if session_id is None else self._store.info(session_id).delegation_depth
@@ -148,6 +185,7 @@ class ScriptedModel:
         )
 
     async def stream(self, request: LlmRequest) -> AsyncIterator[StreamChunk]:
+        self.asked += 1
         index = self._next(request.session_id)
         if index is None:
             raise ReplayMismatch(
@@ -177,11 +215,16 @@ class ScriptedConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw
     providers: tuple[str, ...]
 
 
+SCRIPTED = ServiceKey[ScriptedModel]("replay/scripted-model")
+"""The loaded scripted model: a recording driver calls `assert_consumed()` at the end of the run."""
+
+
 def _apply(ctx: Context, config: ScriptedConfig) -> None:
-    model = ScriptedModel(load_replies(Path(config.replies)), ctx.get(STORE))
+    model = ScriptedModel(load_replies(Path(config.replies)), ctx.get(STORE), source=config.replies)
     llm = ctx.get(LLM)
     for provider in config.providers:
         llm.register(provider, model)
+    ctx.provide(SCRIPTED, model)
 
 
 scripted_plugin = Plugin(
@@ -189,5 +232,6 @@ scripted_plugin = Plugin(
     apply=_apply,
     config=ScriptedConfig,
     needs=(LLM, STORE),
+    provides=(SCRIPTED,),
     description="a model whose replies are written by hand (authored recordings)",
 )

@@ -32,9 +32,10 @@ from dsh.runtime.llm import (
 from dsh.runtime.session import export_jsonl
 
 from ._batch import Report, holds_many, replay_all, summary_table, tally
-from ._errors import ScriptError
+from ._errors import RecordingFailed, ScriptError
+from ._goldens import compare_goldens
 from ._recording import ROOT_LOG, Recording, child_logs, load_recording, stored_recording
-from ._rerun import record, rerun
+from ._rerun import Rerun, record, rerun
 from ._scenario import SCENARIO_FILE, discover, load_scenario
 from ._script import Hang, ScriptEntry, Throw
 
@@ -285,7 +286,33 @@ def run(
     if result.divergence is not None:
         console.print(f"[bold red]diverged[/] from the recording\n{result.divergence}", highlight=False)
         raise typer.Exit(1)
-    console.print(f"[bold green]matches[/] the recording: {tally(result)}", highlight=False)
+    goldens = _goldens(scenario.directory, result)
+    if goldens:
+        console.print(
+            f"[bold red]differs from its goldens[/] (the recording's skeleton matches)\n{escape(goldens[0])}"
+            + ("" if len(goldens) == 1 else "\n(the view golden differs too)"),
+            highlight=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(1)
+    compared = "" if goldens is None else " and its goldens"
+    console.print(f"[bold green]matches[/] the recording{compared}: {tally(result)}", highlight=False)
+
+
+def _goldens(directory: Path | None, result: Rerun) -> list[str] | None:
+    """The reports of the goldens beside the scenario that the re-run does not match (None: it has none)."""
+    if directory is None:
+        return None
+    try:
+        return compare_goldens(directory, result)
+    except ModuleNotFoundError:
+        Console(stderr=True).print(
+            "[yellow]note[/]: the scenario has goldens, which are syrupy snapshots; not compared, as syrupy is "
+            "not installed (pip install syrupy)",
+            highlight=False,
+            soft_wrap=True,
+        )
+        return None
 
 
 def _exported_scenario(store: str, session_id: str, directory: Path) -> Path:
@@ -351,20 +378,38 @@ def record_scenario(
         ),
     ] = None,
 ) -> None:
-    """Run a scenario's `inputs:` against its deployment's live model (or, with --script, a hand-written one) and
-    write `session.jsonl` (+ `session.N.jsonl` for child sessions) into the scenario, the workspace written {{cwd}}.
+    """Run a scenario's `inputs:` against its deployment's live model (or, with --script, a hand-written one),
+    streaming each turn as `dsh run` does, and write `session.jsonl` (+ `session.N.jsonl` for child sessions) into
+    the scenario, the workspace written {{cwd}}. Exits 1 when a turn ended in error (the logs are written, for a
+    look) or the --script replies do not match the model calls made.
 
     Example: dsh record fixtures/my-scenario  (with DEEPSEEK_API_KEY set)
     """
     scenario = load_scenario(scenario_dir)
-    if scenario.directory is None:
+    directory = scenario.directory
+    if directory is None:
         raise ScriptError(
             "record into a scenario directory (with scenario.yml), not a file", place=str(scenario_dir)
         )
-    logs = anyio.run(lambda: record(scenario, replies=script))
-    for stale in child_logs(scenario.directory):
+    failed: RecordingFailed | None = None
+    logs: list[tuple[object, bytes]]
+    try:
+        logs = list(anyio.run(lambda: record(scenario, replies=script, echo=Console(soft_wrap=True))))
+    except RecordingFailed as error:
+        failed, logs = error, error.logs
+    for stale in child_logs(directory):
         stale.unlink()
     for number, (_, data) in enumerate(logs):
         name = ROOT_LOG if number == 0 else f"session.{number}.jsonl"
-        (scenario.directory / name).write_bytes(data)
-    typer.echo(f"recorded {len(logs)} session log{'' if len(logs) == 1 else 's'} into {scenario.directory}")
+        (directory / name).write_bytes(data)
+    count = f"{len(logs)} session log{'' if len(logs) == 1 else 's'}"
+    if failed is not None:
+        Console(stderr=True).print(
+            f"error: the recording failed: {escape('; '.join(failed.problems))}. The {count} {'is' if len(logs) == 1 else 'are'} "
+            f"written into {escape(str(directory))} for a look; it is no scenario to keep: fix the cause, then "
+            "record again",
+            highlight=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(1)
+    typer.echo(f"recorded {count} into {directory}")

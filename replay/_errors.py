@@ -4,8 +4,10 @@
 ReplayError
 ├── ScriptError (ValueError)     a recorded log cannot become a script (a stream with no finish, a bad chunk, ...)
 ├── OverrideError (ValueError)   an override file is invalid, or does not fit the log it overrides
-└── ReplayMismatch               the live run asked for something the recording does not hold (or left some unused)
-    └── RecordingEnded (LlmCallError)  ... a turn after the recording's last: the call fails with that one line
+├── ReplayMismatch               the live run asked for something the recording does not hold (or left some unused)
+│   └── RecordingEnded (LlmCallError)  ... a turn after the recording's last: the call fails with that one line
+└── RecordingFailed              a recording was made, and is no recording of working turns (a turn ended in error,
+                                 or a scripted model's replies did not match its calls); .logs, .problems
 ```
 """
 
@@ -14,7 +16,14 @@ from __future__ import annotations
 from dsh.runtime.kernel.errors import ReplayError
 from dsh.runtime.llm import CallKey, LlmCallError, LlmFailure
 
-__all__ = ["OverrideError", "RecordingEnded", "ReplayMismatch", "ScriptError", "format_call"]
+__all__ = [
+    "OverrideError",
+    "RecordingEnded",
+    "RecordingFailed",
+    "ReplayMismatch",
+    "ScriptError",
+    "format_call",
+]
 
 
 def format_call(call: CallKey | None) -> str:
@@ -91,3 +100,15 @@ class RecordingEnded(ReplayMismatch, LlmCallError):
         self.recorded = f"{turns} turn{'' if turns == 1 else 's'}"
         self.asked = asked
         self.failure = LlmFailure(message=said, code="REPLAY_ENDED")
+
+
+class RecordingFailed(ReplayError):
+    """A recording ran to its end and is not one to keep as a scenario: `problems` says what failed (a turn that
+    ended in error, with its message and code; a scripted model whose replies did not match the calls made), and
+    `logs` holds the logs made (the primary first), so a caller can keep them for a look."""
+
+    def __init__(self, place: str, problems: list[str], logs: list[tuple[object, bytes]]) -> None:
+        super().__init__(f"{place}: " + "; ".join(problems))
+        self.place = place
+        self.problems = problems
+        self.logs = logs

@@ -28,7 +28,10 @@ class ReplayConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_o
     `request/header` events name, or `replay` when they name none. `routes`: more provider ids to serve it under as
     well (a deployment's own routes, whatever they are called). `pace_ms`: a delay before each chunk.
     `tools`: per tool name, `live` (run it) or `recorded` (serve the recording's result); a tool not named is
-    recorded when its definition is not hermetic (see replay/_tools.py)."""
+    recorded when its definition is not hermetic (see replay/_tools.py).
+    `workspace`: a directory copied into the primary live session's cwd when that cwd is empty (or missing), before
+    its first model call, so the recording's tools find the files they found (`--replay SCENARIO` sets it to the
+    scenario's `workspace/`); a cwd holding anything is left as it is."""
 
     log: str
     children: tuple[str, ...] = ()
@@ -37,6 +40,7 @@ class ReplayConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_o
     routes: tuple[str, ...] = ()
     pace_ms: float = 0.0
     tools: dict[str, ToolMode] = msgspec.field(default_factory=dict)
+    workspace: str | None = None
 
     def __post_init__(self) -> None:
         if not self.log:
@@ -55,7 +59,9 @@ REPLAY = ServiceKey[ReplayAdapter]("replay")
 
 def _apply(ctx: Context, config: ReplayConfig) -> None:
     recording = load_recording(config.log, children=config.children, override=config.override)
-    adapter = ReplayAdapter(recording, sessions=ctx.get(STORE), pace_ms=config.pace_ms)
+    adapter = ReplayAdapter(
+        recording, sessions=ctx.get(STORE), pace_ms=config.pace_ms, workspace=config.workspace
+    )
     llm = ctx.get(LLM)
     served = config.providers or recording.providers or (DEFAULT_PROVIDER,)
     for provider in dict.fromkeys((*served, *config.routes)):

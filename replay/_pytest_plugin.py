@@ -8,7 +8,6 @@ the test, in the replies format `dsh record --script` reads). See docs/testing.m
 
 from __future__ import annotations
 
-import json
 import shutil
 import tempfile
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
@@ -17,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ._goldens import GOLDEN_FILE, GOLDENS, ITEM_NAME, first_difference, replayed_goldens
 from ._layout import SCENARIO_FILE
 
 if TYPE_CHECKING:
@@ -43,14 +43,9 @@ __all__ = [
 ]
 
 INI = "dsh_scenarios"
-GOLDEN_FILE = "scenario.ambr"
-GOLDENS = ("log", "view")
 NOT_RUN = "(the scenario did not run)"
 DIST = "worksteal"
 """The xdist scheduling a scenario project gets when the user names none (see pytest_cmdline_main)."""
-ITEM_NAME = "replay"
-"""Every scenario's one item is named this, so its goldens are `replay[log]` and `replay[view]` whichever
-directory the scenario moves to."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -213,7 +208,7 @@ class ScenarioItem(pytest.Function):
     def check(self, snapshot: Any) -> None:
         import anyio
 
-        from ._rerun import golden_jsonl, rerun
+        from ._rerun import rerun
         from ._scenario import load_scenario
 
         try:
@@ -235,7 +230,7 @@ class ScenarioItem(pytest.Function):
             snapshot.update_snapshots = snapshot.update_new_snapshots_only = False
         # both goldens are compared (so neither is reported unused when the other differs); the log's report first
         problems = []
-        replayed = {"log": [golden_jsonl(log) for _, log in result.logs], "view": result.view}
+        replayed = replayed_goldens(result)
         for name, data in replayed.items():
             assertion = snapshot(name=name)
             if assertion != data:
@@ -251,15 +246,22 @@ class ScenarioItem(pytest.Function):
     def _record(self, scenario: Scenario) -> None:
         import anyio
 
+        from ._errors import RecordingFailed
         from ._recording import ROOT_LOG, child_logs
         from ._rerun import record
 
-        logs = anyio.run(lambda: record(scenario))
+        failed: RecordingFailed | None = None
+        try:
+            logs: list[tuple[object, bytes]] = list(anyio.run(lambda: record(scenario)))
+        except RecordingFailed as error:
+            failed, logs = error, error.logs
         for stale in child_logs(self.directory):
             stale.unlink()
         for number, (_, data) in enumerate(logs):
             name = ROOT_LOG if number == 0 else f"session.{number}.jsonl"
             (self.directory / name).write_bytes(data)
+        if failed is not None:
+            raise failed  # the logs are written for a look; the item fails, so its goldens are never written
 
     def _golden_report(self, assertion: Any, name: str) -> str:
         result = assertion.executions[assertion.num_executions - 1]
@@ -269,7 +271,7 @@ class ScenarioItem(pytest.Function):
         if result.recalled_data is None:
             detail = "  the golden does not exist yet: write it with pytest --snapshot-update"
         else:
-            detail = _first_difference(str(result.recalled_data), str(result.asserted_data or ""))
+            detail = first_difference(str(result.recalled_data), str(result.asserted_data or ""))
         return (
             f"{head}\n{detail}\nreproduce: dsh replay {self._shown}\n"
             f"if the change is intended, refresh the goldens: pytest --snapshot-update {self._shown}"
@@ -341,38 +343,6 @@ def in_project(scenario: Scenario, root: Path) -> Scenario:
 
 def _indent(text: str) -> str:
     return "\n".join(f"  {line}" for line in text.splitlines())
-
-
-def _located(line: str) -> str:
-    """Where a golden log line is: its event type, seq, turn, step and call, when it is one event of a log."""
-    try:
-        event = json.loads(line.strip())
-    except ValueError:
-        return ""
-    if not isinstance(event, dict) or "type" not in event:
-        return ""
-    data: dict[str, Any] = event["data"] if isinstance(event.get("data"), dict) else {}
-    parts = [str(event["type"])]
-    if "seq" in event:
-        parts.append(f"seq {event['seq']}")
-    if "turn" in data:
-        parts.append(f"turn {data['turn']}" + (f" step {data['step']}" if "step" in data else ""))
-    call = data.get("callId") or data.get("message", {}).get("source", {}).get("callId")
-    if call:
-        parts.append(f"call {call}" + (f" ({data['name']})" if "name" in data else ""))
-    return ", ".join(parts)
-
-
-def _first_difference(golden: str, replayed: str) -> str:
-    old, new = golden.splitlines(), replayed.splitlines()
-    at = next((i for i, (a, b) in enumerate(zip(old, new, strict=False)) if a != b), min(len(old), len(new)))
-    had = old[at].strip() if at < len(old) else "(nothing: the golden ends here)"
-    did = new[at].strip() if at < len(new) else "(nothing: the replay ends here)"
-    place = _located(had) or _located(did)
-    return (
-        f"  first difference at golden line {at + 1}" + (f" ({place})" if place else "") + ":\n"
-        f"  - golden (the recording): {had}\n  + replayed:                {did}"
-    )
 
 
 # ---------------------------------------------------------------- fixtures for hand-written tests

@@ -38,7 +38,8 @@ from dsh.runtime.session import (
     write_jsonl,
 )
 
-from ._errors import ReplayMismatch, ScriptError
+from ._authored import SCRIPTED, load_replies
+from ._errors import RecordingFailed, ReplayMismatch, ScriptError
 from ._inbox import RecordedInbox
 from ._inputs import Action, Leave, Resume, Run, Steer, Woken, plan_of_doc, plan_of_log, plan_of_turns
 from ._placeholders import CWD_PLACEHOLDER
@@ -178,9 +179,11 @@ async def _drive(
     recording: Recording | None,
     order: Sequence[str] = (),
     echo: Console | None = None,
+    kept: list[str] | None = None,
 ) -> tuple[list[SessionInfo], str]:
     """Run the scenario's turns in one agent; return the sessions it made and the view. The sessions come in the
-    order of the recorded logs they were bound to (`order`, by log name), then any others by creation."""
+    order of the recorded logs they were bound to (`order`, by log name), then any others by creation. A scripted
+    model's replies that do not match the calls made raise, or are added to `kept` when it is given."""
     lifecycle = ExitStack()
     ctx = lifecycle.enter_context(hosted(deployment, store)).ctx
     out = io.StringIO()
@@ -216,6 +219,13 @@ async def _drive(
         gate = ctx.get(INBOX_GATE) if ctx.has(INBOX_GATE) else None
         if isinstance(gate, RecordedInbox):
             gate.assert_consumed()
+        if ctx.has(SCRIPTED):
+            try:
+                ctx.get(SCRIPTED).assert_consumed()
+            except ReplayMismatch as problem:
+                if kept is None:
+                    raise
+                kept.append(str(problem))
         return _in_recorded_order(store.sessions(), bindings, order), out.getvalue()
     finally:
         lifecycle.close()
@@ -395,10 +405,17 @@ def _children(scenario: Scenario) -> list[Path]:
 
 
 async def record(
-    scenario: Scenario, *, workspace: Path | None = None, replies: Path | None = None
+    scenario: Scenario,
+    *,
+    workspace: Path | None = None,
+    replies: Path | None = None,
+    echo: Console | None = None,
 ) -> list[tuple[SessionInfo, bytes]]:
     """Run the scenario's inputs against its live deployment (or, with `replies`, a hand-written model) and return
-    the logs made (the primary first), with the workspace written `{{cwd}}`."""
+    the logs made (the primary first), with the workspace written `{{cwd}}`; `echo` shows the turns as `dsh run`
+    does. A turn that ended in error (but for an `error:` reply of `replies`, which asks for it), or replies that do
+    not match the model calls made, raise `RecordingFailed` holding the logs: a failed turn never becomes a scenario
+    whose goldens pass."""
     if scenario.doc.inputs is None:
         raise ScriptError(
             "recording needs the user inputs: list them under `inputs:` in scenario.yml",
@@ -411,9 +428,36 @@ async def record(
             place=str(scenario.directory or scenario.log),
         )
     deployment = live_deployment(scenario) if replies is None else scripted_deployment(scenario, replies)
+    problems: list[str] = []
     with _workspace(scenario, workspace) as (live, store):
-        sessions, _ = await _drive(scenario, deployment, workspace=live, store=store, recording=None)
-        return _logs(store, sessions, str(live))
+        sessions, _ = await _drive(
+            scenario, deployment, workspace=live, store=store, recording=None, echo=echo, kept=problems
+        )
+        logs = _logs(store, sessions, str(live))
+    asked = {reply.error.code for reply in load_replies(replies) if reply.error} if replies else set()
+    problems = [*_failed_turns(logs, asked), *problems]
+    if problems:
+        raise RecordingFailed(str(scenario.directory or scenario.log), problems, list(logs))
+    return logs
+
+
+def _failed_turns(logs: Sequence[tuple[SessionInfo, bytes]], asked: set[str]) -> list[str]:
+    """Each turn of `logs` that ended in error, as `turn N of LOG failed: MESSAGE [CODE]` (an error whose code a
+    scripted reply asked for is not a failure)."""
+    failed = []
+    for number, (_, data) in enumerate(logs):
+        name = "session.jsonl" if number == 0 else f"session.{number}.jsonl"
+        for line in data.splitlines()[1:]:
+            if b'"type":"turn/end"' not in line:
+                continue
+            end = msgspec.json.decode(line).get("data", {})
+            reason = end.get("reason", {})
+            error = reason.get("error") or {}
+            if reason.get("kind") == "error" and error.get("code") not in asked:
+                failed.append(
+                    f"turn {end.get('turn')} of {name} failed: {error.get('message')} [{error.get('code')}]"
+                )
+    return failed
 
 
 _HEADER_LINE = re.compile(rb'^\{"type":"request/header"')

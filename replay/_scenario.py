@@ -198,7 +198,9 @@ def with_replay(deployment: Deployment | None, log: Path, provider: str | None =
     scenario directory): `dsh run|chat|acp --replay LOG` (the `dsh.replay` entry point). With no deployment, the
     one `dsh replay` uses. The recording is served under its own provider ids and under every route the
     deployment names (its `provider:` and the live transport's routes) and under `provider` (`--provider`),
-    whatever they are called; an agent of a deployment that names no provider or model takes the recording's."""
+    whatever they are called; an agent of a deployment that names no provider or model takes the recording's. A
+    scenario directory's `workspace/` is copied into the session's cwd when that is empty (`--cwd "$(mktemp -d)"`),
+    so the recording's tools find its files."""
     if deployment is None:
         deployment = load_deployment(DEFAULT_DEPLOYMENT)
     recorded, model = _first_route(log)
@@ -210,7 +212,12 @@ def with_replay(deployment: Deployment | None, log: Path, provider: str | None =
     )
     agent_provider = provider or deployment.provider or recorded or DEFAULT_PROVIDER
     routes[agent_provider] = None
-    config = ReplayConfig(log=str(log), routes=tuple(routes))
+    workspace = log / WORKSPACE_DIR if log.is_dir() else None
+    config = ReplayConfig(
+        log=str(log),
+        routes=tuple(routes),
+        workspace=str(workspace) if workspace is not None and workspace.is_dir() else None,
+    )
     replay = PluginEntry("replay", "replay", replay_plugin, config, None)
     swapped = _swap_transport(log, deployment, replay)
     return Deployment(swapped.path, swapped.plugins, deployment.model or model, agent_provider)

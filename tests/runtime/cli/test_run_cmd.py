@@ -200,3 +200,32 @@ async def test_a_replay_whose_recorded_input_nothing_live_can_send_fails_at_once
     assert code == 2, err
     assert "records input ['next-step user'] before step/end" in err
     assert "nothing live can send it" in err
+
+
+async def test_the_readme_replay_demo_copies_the_recordings_workspace_into_an_empty_cwd(
+    tmp_path: Path,
+) -> None:
+    """`dsh run "fix the greeting" --replay fixtures/authored/fs-tools --cwd "$(mktemp -d)"`: the scenario's
+    workspace is copied into the empty directory first, so every tool finds its file and the edit is real; a cwd
+    that holds anything is the user's and is left as it is."""
+    empty, full = tmp_path / "empty", tmp_path / "full"
+    empty.mkdir()
+    full.mkdir()
+    (full / "mine.txt").write_text("mine")
+    with anyio.fail_after(120):
+        code, out, err = await dsh(
+            "run", "fix the greeting", "--replay", str(FS_TOOLS), "--store", str(tmp_path / "s.db"),
+            "--cwd", str(empty), env=_no_config(),
+        )  # fmt: skip
+        assert code == 0, err
+        assert 'return "hello, dsh"' in (empty / "src" / "app.py").read_text()
+        assert (empty / "CHANGES.md").read_text() == '- the greeting is now "hello, dsh"\n'
+        assert "← hello, dsh" in out  # the bash tool ran the edited app
+        code, out, err = await dsh(
+            "run", "fix the greeting", "--replay", str(FS_TOOLS), "--store", str(tmp_path / "s.db"),
+            "--cwd", str(full), env=_no_config(),
+        )  # fmt: skip
+    assert sorted(p.name for p in full.iterdir()) == [
+        "CHANGES.md",
+        "mine.txt",
+    ]  # write made its file; no copy
