@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from typer.core import TyperGroup
 
-from dsh.runtime.host import open_store, resolve_session
+from dsh.runtime.host import bundled_recording, open_store, resolve_session
 from dsh.runtime.llm import (
     BlockEnd,
     BlockStart,
@@ -55,8 +55,8 @@ replay_app = typer.Typer(
     cls=_RunByDefault,
     help="Replay recorded sessions: `dsh replay LOG` re-runs one, `dsh replay DIR` every scenario below DIR; "
     "`dsh replay inspect LOG` prints a log's script.\n\n"
-    "Example: dsh replay fixtures/authored/fs-tools\n\n"
-    "Example: dsh replay fixtures/ --quiet",
+    "Example: dsh replay demo  (the bundled demo recording)\n\n"
+    "Example: dsh replay scenarios/ --quiet",
     no_args_is_help=True,
 )
 
@@ -153,7 +153,7 @@ def _load(log: str, override: Path | None, store: str | None) -> tuple[Recording
     if store is not None:
         with open_store(store, looking_for=log) as opened:
             return stored_recording(opened, resolve_session(opened, log), override=override), []
-    path = Path(log)
+    path = bundled_recording(Path(log))
     if not path.exists():
         raise ScriptError(
             "no such file or directory; LOG is a JSONL log, a scenario directory (session.jsonl, session.N.jsonl, "
@@ -188,7 +188,7 @@ def inspect(
     """Print the model-call script of a recorded log, one line per call: (turn,step,attempt), kind, chunk count,
     how it finishes and what it says. A stream with no finish and no override is an error.
 
-    Example: dsh replay inspect fixtures/harness/compaction-recovery --json
+    Example: dsh replay inspect demo --json
     """
     recording, children = _load(log, override, store)
     script = recording.root
@@ -224,7 +224,8 @@ def run(
         Path,
         typer.Argument(
             metavar="LOG_OR_SCENARIO_OR_DIR",
-            help="A JSONL log, a scenario directory, or a directory of scenarios (every scenario.yml below it).",
+            help="A JSONL log, a scenario directory, a directory of scenarios (every scenario.yml below it), or "
+            "`demo` (the bundled demo recording).",
         ),
     ],
     workspace: Annotated[
@@ -255,11 +256,12 @@ def run(
     """Re-run a recording: its user messages drive the real loop, its model calls are served from the log, its
     tools run live in a copy of the workspace; exits 1 at the first divergence from the recording.
 
-    Given a directory of scenarios (e.g. fixtures/), re-runs each one, with a progress bar on stderr when it is a terminal (a plain line per scenario otherwise), then prints a table of them on stdout; exits 1 if any diverged (each divergence is shown on stderr), 2 if one could not be replayed.
+    Given a directory of scenarios (e.g. scenarios/), re-runs each one, with a progress bar on stderr when it is a terminal (a plain line per scenario otherwise), then prints a table of them on stdout; exits 1 if any diverged (each divergence is shown on stderr), 2 if one could not be replayed.
 
-    Example: dsh replay fixtures/harness/bash-tool-turn
-    Example: dsh replay fixtures/ --quiet
+    Example: dsh replay demo
+    Example: dsh replay scenarios/ --quiet
     """
+    log = bundled_recording(log) if store is None else log
     if holds_many(log):
         for name, given in (("--out", out), ("--workspace", workspace)):
             if given is not None:
@@ -383,7 +385,7 @@ def record_scenario(
     the scenario, the workspace written {{cwd}}. Exits 1 when a turn ended in error (the logs are written, for a
     look) or the --script replies do not match the model calls made.
 
-    Example: dsh record fixtures/my-scenario  (with DEEPSEEK_API_KEY set)
+    Example: dsh record scenarios/my-scenario  (with DEEPSEEK_API_KEY set)
     """
     scenario = load_scenario(scenario_dir)
     directory = scenario.directory

@@ -24,7 +24,7 @@ def test_the_build_lists_every_package_under_the_dsh_prefix() -> None:
         for part in ("runtime", "plugins", "replay")
         for init in (ROOT / part).rglob("__init__.py")
     }
-    assert listed == on_disk
+    assert listed == on_disk | {"dsh.examples"}  # examples/: the example deployments and the demo, as data
 
 
 def test_the_distribution_has_a_name_of_its_own_and_one_license() -> None:

@@ -110,7 +110,7 @@ def acp_command(
 
     stdout carries only JSON-RPC; logs go to stderr. Each ACP session is a stored dsh session: session/load replays one, and the client's cwd is the session's workspace ({{cwd}}).
 
-    Example: dsh acp --config examples/acp-agent.yml --store ~/.local/share/dsh/sessions.db
+    Example: dsh acp --config acp-agent --store ~/.local/share/dsh/sessions.db
     """
     logging.basicConfig(
         stream=sys.stderr, level=logging.WARNING, format="dsh acp: %(levelname)s %(name)s: %(message)s"

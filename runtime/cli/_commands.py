@@ -60,8 +60,7 @@ CORE_COMMANDS: dict[str, LazyCommand] = {
 """The core commands, in the order `dsh --help` lists them; a test checks each summary is its command's own."""
 
 ROOT_HELP = (
-    "dsh: an event-sourced agent runtime with replay testing.\n\n"
-    "Example: dsh chat --config examples/coding-agent.yml"
+    "dsh: an event-sourced agent runtime with replay testing.\n\nExample: dsh chat --config coding-agent"
 )
 ROOT_OPTIONS: dict[str, str] = {
     "--debug": "Print the traceback of an error instead of one line.",

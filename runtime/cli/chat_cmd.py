@@ -443,7 +443,7 @@ def chat(
 
     Each turn streams as it arrives. Ctrl-C cancels a running turn (it is logged aborted); Ctrl-C at the prompt or Ctrl-D exits. Slash commands: /fork, /sessions, /prompt, /help, /exit.
 
-    Example: dsh chat --config examples/coding-agent.yml --session 01J5Z3...
+    Example: dsh chat --config coding-agent --session 4f1c2a9e-7b3d-4c8e-9a51-2d6e0f8b3c17
     """
     anyio.run(
         lambda: _chat(

@@ -10,13 +10,13 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from dsh.runtime.host import HOST_SERVICES
+from dsh.runtime.host import HOST_SERVICES, bundled_deployment
 from dsh.runtime.kernel import check_needs, load_deployment
 
 __all__ = ["config_app"]
 
 config_app = typer.Typer(
-    help="Deployment config files.\n\nExample: dsh config check examples/coding-agent.yml",
+    help="Deployment config files.\n\nExample: dsh config check coding-agent",
     no_args_is_help=True,
 )
 
@@ -29,9 +29,9 @@ def check(
     """Validate FILE without applying any plugin, and list its plugins with what each provides and needs. The
     services the dsh command itself provides (the session store) count as present.
 
-    Example: dsh config check examples/coding-agent.yml
+    Example: dsh config check coding-agent
     """
-    deployment = load_deployment(file)
+    deployment = load_deployment(bundled_deployment(file))
     check_needs(deployment, host=HOST_SERVICES)
     host = [key.name for key in HOST_SERVICES]
     rows = [

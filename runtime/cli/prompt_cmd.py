@@ -85,7 +85,7 @@ def prompt(
 
     A template error (an unknown or valueless variable) names the section and exits with 2.
 
-    Example: dsh prompt --config examples/coding-agent.yml --cwd .
+    Example: dsh prompt --config coding-agent --cwd .
     """
     path = deployment_path(config)
     assert path is not None  # required: deployment_path raised

@@ -59,7 +59,7 @@ def run(
 
     Reasoning streams dim, then the text, each tool call and a short form of its result. The session id is printed on stderr; the exit status is 1 if the turn ended in error.
 
-    Example: dsh run "list the Python files here" --config examples/coding-agent.yml
+    Example: dsh run "list the Python files here" --config coding-agent
     """
     code = anyio.run(
         lambda: _run(

@@ -229,7 +229,7 @@ def show(
 ) -> None:
     """Show a session: its forks and subagents as a tree, then its turns, steps, tool calls and messages.
 
-    Example: dsh sessions show 01J5Z3... --store sessions.db
+    Example: dsh sessions show 4f1c2a9e-7b3d-4c8e-9a51-2d6e0f8b3c17 --store sessions.db
     """
     with _open(store, session_id) as opened:
         session_id = resolve_session(opened, session_id)
@@ -287,7 +287,7 @@ def export(
 ) -> None:
     """Export a session as JSONL (format version 0); a fork's inherited prefix is written out in full.
 
-    Example: dsh sessions export 01J5Z3... -o session.jsonl
+    Example: dsh sessions export 4f1c2a9e-7b3d-4c8e-9a51-2d6e0f8b3c17 -o session.jsonl
     """
     with _open(store, session_id) as opened:
         session_id = resolve_session(opened, session_id)
@@ -346,7 +346,7 @@ def fork(
 ) -> None:
     """Fork a session by reference: the child inherits events 0..AT and copies none.
 
-    Example: dsh sessions fork 01J5Z3... --at 41
+    Example: dsh sessions fork 4f1c2a9e-7b3d-4c8e-9a51-2d6e0f8b3c17 --at 41
     """
     with _open(store, session_id) as opened:
         session_id = resolve_session(opened, session_id)
@@ -409,7 +409,7 @@ def tail(
     """Print a session's events as another process appends them (from any host sharing the store), until the
     turn ends or Ctrl-C. `--json` prints each event as a JSONL line of the log format.
 
-    Example: dsh sessions tail 01J5Z3... --store postgresql://dsh@db.internal/dsh
+    Example: dsh sessions tail 4f1c2a9e-7b3d-4c8e-9a51-2d6e0f8b3c17 --store postgresql://dsh@db.internal/dsh
     """
     console = Console()
     with _open(store, session_id) as opened:

@@ -4,6 +4,10 @@ common command options. Nothing here imports `dsh.runtime.cli`."""
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the names for type checkers; at run time each is imported on first use
+    from ._bundled import DEMO as DEMO
+    from ._bundled import bundled_deployment as bundled_deployment
+    from ._bundled import bundled_deployments as bundled_deployments
+    from ._bundled import bundled_recording as bundled_recording
     from ._lifecycle import CONFIG_ENV as CONFIG_ENV
     from ._lifecycle import HOST_SERVICES as HOST_SERVICES
     from ._lifecycle import REPLAY_ENTRY_POINT_GROUP as REPLAY_ENTRY_POINT_GROUP
@@ -32,6 +36,7 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
 
 __all__ = [
     "CONFIG_ENV",
+    "DEMO",
     "HOST_SERVICES",
     "REPLAY_ENTRY_POINT_GROUP",
     "ByteProgress",
@@ -44,6 +49,9 @@ __all__ = [
     "SessionOption",
     "StoreOption",
     "TerminalView",
+    "bundled_deployment",
+    "bundled_deployments",
+    "bundled_recording",
     "check_store_path",
     "count_progress",
     "default_store_path",
@@ -59,6 +67,10 @@ __all__ = [
 ]
 
 _LAZY = {
+    "DEMO": "._bundled",
+    "bundled_deployment": "._bundled",
+    "bundled_deployments": "._bundled",
+    "bundled_recording": "._bundled",
     "CONFIG_ENV": "._lifecycle",
     "HOST_SERVICES": "._lifecycle",
     "REPLAY_ENTRY_POINT_GROUP": "._lifecycle",

@@ -24,6 +24,7 @@ from dsh.runtime.kernel import (
 )
 from dsh.runtime.session import STORE, SessionStoreProtocol
 
+from ._bundled import bundled_deployment, bundled_recording
 from ._stores import open_store, resolve_session
 from ._view import TerminalView
 
@@ -110,17 +111,18 @@ def hosted(deployment: Deployment, store: SessionStoreProtocol) -> Iterator[Host
 
 
 def deployment_path(config: Path | None, *, required: bool = True) -> Path | None:
-    """`--config`, else `$DSH_CONFIG`; neither is an error that says what to pass (or None when not `required`)."""
+    """`--config`, else `$DSH_CONFIG` (a file, or the name of a bundled example: `coding-agent`); neither is an
+    error that says what to pass (or None when not `required`)."""
     if config is not None:
-        return config
+        return bundled_deployment(config)
     env = os.environ.get(CONFIG_ENV)
     if env:
-        return Path(env)
+        return bundled_deployment(Path(env))
     if not required:
         return None
     raise ConfigError(
-        f"no deployment: pass --config FILE or set ${CONFIG_ENV} (examples/coding-agent.yml is a complete one), "
-        "or try a recording with no key: --replay fixtures/authored/fs-tools"
+        f"no deployment: pass --config FILE or set ${CONFIG_ENV} (--config coding-agent is a complete one, "
+        "bundled), or try a recording with no key: --replay demo"
     )
 
 
@@ -130,10 +132,11 @@ def replayed(deployment: Deployment | None, log: Path, *, provider: str | None =
     runs unchanged (the model is a transport); with no deployment, the one `dsh replay` re-runs recordings with.
     runtime/ imports nothing from replay/, so the swap arrives through the `dsh.replay` entry point: a function
     `(deployment | None, log, provider: str | None) -> Deployment`."""
+    log = bundled_recording(log)
     if not log.exists():
         raise ConfigError(
-            f"--replay {log}: no such file or directory; expected a JSONL log or a scenario directory "
-            "(e.g. fixtures/authored/fs-tools)"
+            f"--replay {log}: no such file or directory; expected a JSONL log, a scenario directory, or `demo` "
+            "(the bundled demo recording)"
         )
     from importlib.metadata import entry_points
 

@@ -117,7 +117,7 @@ def test_the_help_a_user_reads(command: str, snapshot: SnapshotAssertion) -> Non
         check=False,
     )
     assert (shown.returncode, shown.stderr) == (0, "")
-    assert "Example: dsh replay fixtures/" in shown.stdout
+    assert "Example: dsh replay demo" in shown.stdout
     assert shown.stdout == snapshot
 
 
