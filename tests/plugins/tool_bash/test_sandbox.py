@@ -78,9 +78,9 @@ async def test_workspace_write_writes_the_workspace_and_nothing_else(workspace: 
         ctx, workspace, "echo kept > inside.txt && mkdir -p sub && echo deep > sub/f && cat sub/f"
     )
     assert (inside.text, (workspace / "inside.txt").read_text()) == ("deep\n", "kept\n")
-    home = Path.home() / "dsh-sandbox-probe"
+    outside = Path("/usr/local/dsh-sandbox-probe")
     attempts = [
-        f"touch {home}",
+        f"touch {outside}",
         "touch /var/tmp/dsh-sandbox-probe",
         "touch /etc/dsh-probe",
     ]
@@ -92,8 +92,13 @@ async def test_workspace_write_writes_the_workspace_and_nothing_else(workspace: 
             f"[exit code: {result.meta['exitCode']}]",
         ]
         assert not result.is_error  # a normal result the model reads, like any failed command
-    assert "Read-only file system" in (await bash(ctx, workspace, f"touch {home}")).text
-    assert not home.exists()
+    assert "Read-only file system" in (await bash(ctx, workspace, f"touch {outside}")).text
+    assert not await anyio.Path(outside).exists()
+    # The user's home, wherever it is: read-only, or (a HOME under /tmp) in the command's private /tmp; either way
+    # a write there never reaches the host.
+    home = Path.home() / "dsh-sandbox-probe"
+    await bash(ctx, workspace, f"mkdir -p {home.parent} && touch {home}")
+    assert not await anyio.Path(home).exists()
     # Beside the workspace, below the real /tmp: the command writes its own private /tmp, which the host never sees.
     beside = tmp_path / "beside.txt"
     await bash(ctx, workspace, f"echo x > {beside}")

@@ -4,15 +4,18 @@ then answers; the whole turn is then visible in `dsh sessions show`."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 
 import anyio
+import pexpect
 import pytest
 
+from dsh.runtime.session import SessionStore
 from tests.plugins.llm_openai.helpers import call, wire
 from tests.plugins.llm_openai.loopback import Reply, loopback, sse
-from tests.runtime.cli.helpers import DSH, deployment
+from tests.runtime.cli.helpers import DSH, deployment, plain_env
 
 pytestmark = pytest.mark.anyio
 
@@ -229,3 +232,31 @@ async def test_the_readme_replay_demo_copies_the_recordings_workspace_into_an_em
         "CHANGES.md",
         "mine.txt",
     ]  # write made its file; no copy
+
+
+async def test_ctrl_c_during_a_run_prints_the_session_id_to_continue(tmp_path: Path) -> None:
+    """The `cancel` recording streams "partial", then hangs; Ctrl-C in the terminal cancels the turn, and the session
+    id is still printed, so the user can continue it with --session."""
+    work = tmp_path / "work"
+    work.mkdir()
+    recording = str(ROOT / "fixtures" / "harness" / "cancel")
+    args = ["run", "hi", "--replay", recording, "--cwd", str(work), "--store", str(tmp_path / "s.db")]
+    term = pexpect.spawn(
+        DSH[0],
+        [*DSH[1:], *args],
+        env=plain_env(DSH_CONFIG=""),
+        encoding="utf-8",
+        timeout=60,
+        dimensions=(50, 200),
+    )
+    try:
+        await anyio.to_thread.run_sync(term.expect_exact, "partial")
+        term.sendintr()
+        await anyio.to_thread.run_sync(term.expect, r"session ([0-9a-f-]{36})")
+        match = term.match
+        await anyio.to_thread.run_sync(term.expect, pexpect.EOF)
+    finally:
+        term.close(force=True)
+    assert isinstance(match, re.Match)
+    with SessionStore(tmp_path / "s.db") as store:
+        assert store.info(match[1]).id == match[1]
