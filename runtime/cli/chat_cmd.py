@@ -9,6 +9,7 @@ cancelled, or it ended first) starts the next turn. Piped input is read line by 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
@@ -150,6 +151,10 @@ class EditingReader:
         from prompt_toolkit.history import FileHistory
 
         self._fd = fd
+        # the history holds what the user typed: readable by its owner only (0600), like the store; an existing
+        # one is kept as it is (its mode is its owner's choice)
+        with contextlib.suppress(FileExistsError):
+            os.close(os.open(history, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
         self._session: PromptSession[str] = PromptSession(history=FileHistory(str(history)))
 
     def ahead(self) -> LineReader:

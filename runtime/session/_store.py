@@ -10,6 +10,7 @@ A lease row per session gives it one writer across processes.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import threading
@@ -254,6 +255,14 @@ def _wall_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+def _create_private(path: Path) -> None:
+    """Create the store's file readable by its owner only (0600; SQLite gives its -wal and -shm files the same mode),
+    as the sessions hold what the user and the model said; an existing file keeps its mode."""
+    # an existing store (or one another process just made) is left alone: its mode is its owner's choice
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+
+
 class SessionStore(StoreBase):
     """Sessions and their events in one SQLite file; safe for several processes writing different sessions."""
 
@@ -274,6 +283,7 @@ class SessionStore(StoreBase):
         self._synchronous = synchronous
         self._busy_timeout_ms = busy_timeout_ms
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        _create_private(self.path)
         self._lock = threading.RLock()
         self._conn = self.connect()
         self._conn.execute("PRAGMA recursive_triggers = ON")  # as sqlite_utils.Database sets it, built or not

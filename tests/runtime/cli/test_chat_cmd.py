@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import stat
 import subprocess
 from pathlib import Path
 
@@ -228,6 +229,11 @@ async def test_line_editing_keeps_only_the_text_and_a_history_beside_the_store(
         str(REPLAYED),
     ]
     assert await chat.wait_exit() == 0
+    for private in (
+        store,
+        tmp_path / "sessions.db.chat-history",
+    ):  # what was said and typed: the owner's only
+        assert stat.S_IMODE(private.stat().st_mode) == 0o600, private
     with SessionStore(store) as opened:
         typed = [
             block.text

@@ -50,3 +50,20 @@ def test_an_old_store_is_migrated(tmp_path: Path) -> None:
     with SessionStore(path) as store:
         assert store.schema_version() == SCHEMA_VERSION
         assert store.sessions() == []
+
+
+def test_a_new_store_is_its_owners_only_and_an_existing_one_keeps_its_mode(tmp_path: Path) -> None:
+    """The sessions hold what the user and the model said: a store dsh creates is 0600 (its WAL too); a file the
+    user made keeps the mode they gave it."""
+    import stat
+
+    with SessionStore(tmp_path / "new.db") as store:
+        store.create(cwd=str(tmp_path))
+        made = [tmp_path / "new.db", *tmp_path.glob("new.db-wal")]
+        assert {p.name: stat.S_IMODE(p.stat().st_mode) for p in made} == {p.name: 0o600 for p in made}
+    shared = tmp_path / "shared.db"
+    shared.touch(mode=0o640)
+    shared.chmod(0o640)
+    with SessionStore(shared):
+        pass
+    assert stat.S_IMODE(shared.stat().st_mode) == 0o640
