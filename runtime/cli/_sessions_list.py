@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # typing costs the fast path more than the store does
 
 __all__ = [
     "COLUMNS",
+    "PIPED_WIDTH",
     "from_rows",
     "in_tree_order",
     "info_json",
@@ -35,6 +36,11 @@ __all__ = [
 
 COLUMNS = ("id", "created (UTC)", "events", "parent", "cwd")
 """The table's columns; the first (ids, copied into --session) never folds, the others fold to fit."""
+
+
+PIPED_WIDTH = 100_000
+"""The table's width when stdout is not a terminal and `COLUMNS` is unset: wide enough that no row is folded, so a
+script reading `dsh sessions list | ...` gets one line per session."""
 
 
 def when(ms: int) -> str:
@@ -206,18 +212,11 @@ def plain_table(title: str, rows: list[tuple[str, ...]], width: int) -> str | No
 
 
 def _console_width() -> int:
-    # as rich's Console finds it: COLUMNS, else the terminal on stdin/stdout/stderr, else 80
+    # as `sessions_cmd` sets rich's Console for a stdout that is not a terminal: COLUMNS, else no folding
     value = os.environ.get("COLUMNS", "")
     if value.isdigit() and int(value) > 0:
         return int(value)
-    for descriptor in (0, 1, 2):
-        try:
-            columns = os.get_terminal_size(descriptor).columns
-        except (OSError, ValueError):
-            continue
-        if columns:
-            return columns
-    return 80
+    return PIPED_WIDTH
 
 
 def _plain_stdout() -> bool:

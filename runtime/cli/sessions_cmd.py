@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import json
 import sys
 from dataclasses import dataclass
@@ -51,7 +52,7 @@ from dsh.runtime.session import (
     redact_url,
 )
 
-from ._sessions_list import COLUMNS, info_json, link, session_rows, sessions_json, when
+from ._sessions_list import PIPED_WIDTH, COLUMNS, info_json, link, session_rows, sessions_json, when
 
 __all__ = ["sessions_app", "sessions_table"]
 
@@ -95,7 +96,12 @@ def list_sessions(store: StoreOption = None, as_json: JsonOption = False) -> Non
         if as_json:
             typer.echo(sessions_json(opened))
             return
-        Console().print(sessions_table(opened))
+        console = Console()
+        if not console.is_terminal and not os.environ.get("COLUMNS"):
+            console = Console(
+                width=PIPED_WIDTH
+            )  # piped: rows are never folded to 80 columns (COLUMNS still rules)
+        console.print(sessions_table(opened))
 
 
 @dataclass(frozen=True)
