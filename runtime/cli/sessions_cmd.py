@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import os
 import json
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,7 +52,7 @@ from dsh.runtime.session import (
     redact_url,
 )
 
-from ._sessions_list import PIPED_WIDTH, COLUMNS, info_json, link, session_rows, sessions_json, when
+from ._sessions_list import COLUMNS, PIPED_WIDTH, info_json, link, session_rows, sessions_json, when
 
 __all__ = ["sessions_app", "sessions_table"]
 

@@ -436,9 +436,10 @@ def test_a_piped_list_is_never_folded_and_the_fast_path_answers_it(tmp_path: Pat
             capture_output=True,
             text=True,
             check=True,
-        ).stdout  # fmt: skip
+        ).stdout
         for name, entry in (("fast", "dsh.runtime.cli"), ("typer", "dsh.runtime.cli.app"))
     }
     assert ran["fast"] == ran["typer"]
     row = next(line for line in ran["fast"].splitlines() if cwd in line)
-    assert row.startswith("│ ") and row.endswith(f"│ {cwd} │")
+    assert row.startswith("│ ")
+    assert row.endswith(f"│ {cwd} │")
