@@ -19,6 +19,7 @@ __all__ = [
     "HELP_OPTION_HELP",
     "ROOT_HELP",
     "ROOT_OPTIONS",
+    "COMPLETION_OPTIONS",
     "LazyCommand",
     "entry_point_commands",
     "root_help",
@@ -67,6 +68,11 @@ ROOT_OPTIONS: dict[str, str] = {
     "--version": "Print the version and exit.",
 }
 """The root group's own options (all flags), with their help, in the order `dsh --help` lists them."""
+COMPLETION_OPTIONS: dict[str, str] = {
+    "--install-completion": "Install completion for the current shell.",
+    "--show-completion": "Show completion for the current shell, to copy it or customize the installation.",
+}
+"""typer's shell-completion options (flags), with their help, listed after the root options."""
 HELP_OPTION_HELP = "Show this message and exit."
 """click's help for `--help`, which `dsh --help` lists after the root options."""
 
@@ -187,7 +193,7 @@ def _word_char(char: str) -> bool:
 def _highlighted(text: str, base: str = "") -> list[_Piece] | None:
     """`text` (drawn in `base`) with typer's highlighting of option names: each `--name` bold cyan, in two pieces
     ("-" and "-name": rich cuts at the ends of both highlighter matches). None for text whose rendering this does
-    not copy: rich markup or a metavar (`[`, `<`), an emoji code (`:name:`), a lone `-x`, a `--name-with-dashes`."""
+    not copy: rich markup or a metavar (`[`, `<`), an emoji code (`:name:`), a lone `-x`, a `--name-` or `--name--x`."""
     if "[" in text or "<" in text:
         return None
     colon = text.find(":")
@@ -213,11 +219,14 @@ def _highlighted(text: str, base: str = "") -> list[_Piece] | None:
                 return None  # a switch (-x): not copied
             at += 1
             continue
-        if len(name) == 1 or "-" in name[1:]:
+        if len(name) == 1 or name.endswith("-") or "--" in name[1:]:
             return None
         if plain_from < at:
             pieces.append((text[plain_from:at], base))
-        pieces += [("-", style), (name, style)]
+        # `--name-more`: the switch highlighter matches `-name` too, so rich cuts there as well
+        cut = name.find("-", 1)
+        parts = [name] if cut == -1 else [name[:cut], name[cut:]]
+        pieces += [("-", style), *((part, style) for part in parts)]
         plain_from = at = end
     if plain_from < len(text):
         pieces.append((text[plain_from:], base))
@@ -273,7 +282,7 @@ def _panel(title: str, rows: list[_Row], width: int) -> list[list[_Piece]] | Non
     return [*out, [("╰" + "─" * (width - 2) + "╯", _DIM)]]
 
 
-_MIN_HELP = 30
+_MIN_HELP = 20
 """The narrowest help column rendered here; typer shrinks its other columns below that, which this leaves to it."""
 _USAGE = "dsh [OPTIONS] COMMAND [ARGS]..."
 
@@ -291,7 +300,7 @@ def root_help(width: int | None = None, *, styled: bool | None = None) -> str | 
     commands = {name: lazy.summary for name, lazy in CORE_COMMANDS.items()}
     for name, lazy in entry_point_commands().items():
         commands[name] = lazy.summary
-    options = {**ROOT_OPTIONS, "--help": HELP_OPTION_HELP}
+    options = {**ROOT_OPTIONS, **COMPLETION_OPTIONS, "--help": HELP_OPTION_HELP}
     usage_pad = width - 2 - len("Usage: ") - len(_USAGE)
     if usage_pad < 0:
         return None
@@ -311,8 +320,8 @@ def root_help(width: int | None = None, *, styled: bool | None = None) -> str | 
         named = _highlighted(name)
         if named is None:
             return None
-        metavar = [("<", "1;2;33"), ("bool", "1;33"), (">", "1;2;33")]
-        first = [*named, (" " * (option_width - len(name) + 8), ""), *metavar, ("  ", "")]
+        # every root option is a flag: typer draws no type for it (app.py), so its type column is empty
+        first = [*named, (" " * (option_width - len(name) + 8), ""), ("  ", "")]
         option_rows.append((first, [(" " * _length(first), "")], help))
     command_width = max(map(len, commands))
     command_rows: list[_Row] = [

@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 import typer
 from typer import _click as click
-from typer.core import TyperCommand, TyperGroup
+from typer.core import TyperCommand, TyperGroup, TyperOption
 
 from ._commands import (
     CORE_COMMANDS,
@@ -96,12 +96,24 @@ app = typer.Typer(
     help=ROOT_HELP,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    add_completion=False,
+    add_completion=True,
 )
 
 
 class _State:
     debug = False
+
+
+_typer_display_type = TyperOption.display_type_rich
+
+
+def _display_type(self: TyperOption, ctx: click.Context) -> str | None:
+    """A flag takes no value, so its help shows none (typer shows `<bool>`, as if `--flag true` were the way to
+    write it); every other option keeps its type."""
+    return None if self.is_flag else _typer_display_type(self, ctx)
+
+
+TyperOption.display_type_rich = _display_type  # type: ignore[method-assign]  # typer has no hook for it
 
 
 def _show_version(value: bool) -> None:
@@ -156,9 +168,14 @@ def main(argv: list[str] | None = None) -> None:
     unexpected prints one line naming its type and exits 1; `--debug` prints the traceback instead. An error that
     a task group wrapped alone is reported as itself."""
     _State.debug = False
+    args = sys.argv[1:] if argv is None else argv
+    leading = next((n for n, arg in enumerate(args) if not arg.startswith("-")), len(args))
+    if "--version" in args[:leading] and leading < len(args):
+        # click runs the eager --version before it looks at the rest: `dsh --version true` would print the version
+        _fail(f"--version takes no value and no command (got {args[leading]!r}); run: dsh --version", 2)
     try:
         try:
-            code = app(args=argv, prog_name="dsh", standalone_mode=False)
+            code = app(args=args, prog_name="dsh", standalone_mode=False)
         except BaseExceptionGroup as grouped:
             alone = _alone(grouped)
             if alone is grouped:

@@ -4,6 +4,7 @@ exception is one line unless --debug asks for the traceback."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -162,3 +163,41 @@ def test_help_and_version_import_no_command() -> None:
 def test_a_mistyped_command_is_answered_with_the_nearest(capsys: pytest.CaptureFixture[str]) -> None:
     assert _exit(["sesions", "list"]) == 2
     assert "No such command 'sesions'. Did you mean 'sessions'?" in capsys.readouterr().err
+
+
+def _ran(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*DSH, *args], capture_output=True, text=True, env=plain_env(**env), check=False)
+
+
+def test_version_takes_no_value() -> None:
+    """click runs the eager --version before it reads the rest: `dsh --version true` printed the version."""
+    refused = _ran("--version", "true")
+    assert (refused.returncode, refused.stdout) == (2, "")
+    assert (
+        refused.stderr.strip()
+        == "error: --version takes no value and no command (got 'true'); run: dsh --version"
+    )
+    assert _ran("--debug", "--version").stdout.startswith("dsh ")
+
+
+def test_a_flag_shows_no_bool_metavar() -> None:
+    for args in (["--help"], ["run", "--help"], ["replay", "run", "--help"], ["sessions", "list", "--help"]):
+        shown = _ran(*args)
+        assert shown.returncode == 0, shown.stderr
+        assert "<bool>" not in shown.stdout, args
+        assert "--help" in shown.stdout
+
+
+def test_shell_completion_completes_commands_loaded_lazily() -> None:
+    """`dsh --install-completion` installs what `--show-completion` prints; the script asks dsh, which completes
+    the commands (core and entry points alike) and their subcommands."""
+    shown = _ran("--show-completion", SHELL="/bin/bash")
+    assert shown.returncode == 0, shown.stderr
+    assert "_dsh_completion()" in shown.stdout
+    for words, cword, expected in (
+        ("dsh ses", "1", "sessions"),
+        ("dsh sessions l", "2", "list"),
+        ("dsh rep", "1", "replay"),
+    ):
+        completed = _ran(_DSH_COMPLETE="complete_bash", COMP_WORDS=words, COMP_CWORD=cword)
+        assert completed.stdout.split() == [expected], completed.stderr
