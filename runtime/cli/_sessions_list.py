@@ -48,7 +48,11 @@ def when(ms: int) -> str:
 
 
 def _how(seed_length: int | None) -> str:
-    return f"fork @{seed_length}" if seed_length is not None else "spawned"
+    """A fork as `fork @N`, N its last inherited seq (as `dsh sessions fork --at N` and chat's /fork number it), or
+    `spawned`."""
+    if seed_length is None:
+        return "spawned"
+    return f"fork @{seed_length - 1}" if seed_length else "fork @- (nothing inherited)"
 
 
 def link(info: SessionInfo, *, call: bool = True) -> str:

@@ -86,6 +86,15 @@ def sessions_table(store: SessionStoreProtocol, *, current: str | None = None) -
     return table
 
 
+def _forked(info: SessionInfo) -> str:
+    """Where a child came from, numbered as `dsh sessions fork --at` numbers it: the last seq it inherited."""
+    if info.seed_length is None:
+        return f"spawned by {info.parent_id}"
+    if not info.seed_length:
+        return f"forked from {info.parent_id}, inheriting nothing"
+    return f"forked from {info.parent_id} at seq {info.seed_length - 1}"
+
+
 @sessions_app.command("list")
 def list_sessions(store: StoreOption = None, as_json: JsonOption = False) -> None:
     """List the sessions in the store, oldest first, each parent's forks and subagents indented under it.
@@ -263,7 +272,7 @@ def show(
             )
             return
         console = Console()
-        parent = "" if info.parent_id is None else f", forked from {info.parent_id} at {info.seed_length}"
+        parent = "" if info.parent_id is None else f", {_forked(info)}"
         console.print(
             f"[bold]session {info.id}[/]: {_events(length)}, created {when(info.created_at)} UTC{parent}"
         )

@@ -179,3 +179,17 @@ def test_an_imported_recorded_pair_shows_as_parent_and_child(tmp_path: Path) -> 
     )["id"]
     shown = json.loads(run("sessions", "show", parent, "--store", store, "--json"))
     assert [(c["id"], c["seed_length"]) for c in shown["children"]] == [(child, 42)]
+
+
+def test_fork_list_and_show_number_a_fork_alike(tmp_path: Path) -> None:
+    """`fork --at 36` said 36, while list said `fork @37` and show `at 37` (the seed length): all three now name
+    the last inherited seq."""
+    store = str(tmp_path / "s.db")
+    with SessionStore(store) as opened:
+        parent = import_jsonl(opened, HARNESS / "multi-turn" / "session.jsonl").id
+    at = 36  # the first turn's turn/end
+    forked = run("sessions", "fork", parent, "--at", str(at), "--store", store)
+    child = forked.split()[-1]
+    assert forked.strip() == f"forked {parent} at seq {at} as session {child}"
+    assert f"{parent} (fork @{at})" in " ".join(run("sessions", "list", "--store", store).split())
+    assert f"forked from {parent} at seq {at}" in run("sessions", "show", child, "--store", store)
