@@ -128,7 +128,7 @@ async def test_replay_of_a_missing_log_is_one_error_line(tmp_path: Path) -> None
     )
     assert code == 2
     assert err.count("\n") == 1
-    assert "no such file or directory; expected a JSONL log or a scenario directory" in err
+    assert "no such file or directory; expected a JSONL log, a scenario directory, or `demo`" in err
     assert "Errno" not in err
 
 
