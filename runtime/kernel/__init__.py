@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from .effects import Disposer as Disposer
     from .effects import EffectStack as EffectStack
     from .errors import ConfigError as ConfigError
+    from .errors import ConfigErrors as ConfigErrors
     from .errors import DshError as DshError
     from .errors import DuplicatePluginError as DuplicatePluginError
     from .errors import KernelError as KernelError
@@ -44,6 +45,7 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
 __all__ = [
     "Bindable",
     "ConfigError",
+    "ConfigErrors",
     "Context",
     "Deployment",
     "Disposer",
@@ -104,6 +106,7 @@ _LAZY = {
     "Disposer": ".effects",
     "EffectStack": ".effects",
     "ConfigError": ".errors",
+    "ConfigErrors": ".errors",
     "DshError": ".errors",
     "DuplicatePluginError": ".errors",
     "KernelError": ".errors",

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import msgspec
 import yaml
 
-from .errors import ConfigError, MissingServiceError, ServiceConflictError
+from .errors import ConfigError, ConfigErrors, MissingServiceError, ServiceConflictError
 from .plugin import Plugin, declared_providers
 from .services import ServiceKey
 
@@ -442,11 +442,13 @@ def load_deployment(path: str | Path, *, env: Mapping[str, str] | None = None) -
 
     seen: set[str] = set()
     checked = []
+    problems: list[ConfigError] = []  # every entry is checked: all its errors are reported at once
     for entry, line in zip(doc.plugins, lines, strict=True):
         if entry.id in seen:
-            raise ConfigError(
-                f'plugin id "{entry.id}" is listed twice', file=file, line=line, plugin=entry.id
+            problems.append(
+                ConfigError(f'plugin id "{entry.id}" is listed twice', file=file, line=line, plugin=entry.id)
             )
+            continue
         seen.add(entry.id)
         try:
             plugin = resolve_plugin(entry.use, plugin=entry.id)
@@ -456,8 +458,10 @@ def load_deployment(path: str | Path, *, env: Mapping[str, str] | None = None) -
             except ConfigError as error:
                 raise ConfigError(error.reason, plugin=entry.id, path="$.config" + error.path[1:]) from error
         except ConfigError as error:
-            raise ConfigError(error.reason, plugin=entry.id, path=error.path, file=file, line=line) from error
+            problems.append(ConfigError(error.reason, plugin=entry.id, path=error.path, file=file, line=line))
+            continue
         checked.append(PluginEntry(entry.id, entry.use, plugin, config, line))
+    ConfigErrors.raise_all(problems)
     return Deployment(file, tuple(checked), model=doc.model, provider=doc.provider)
 
 
@@ -474,6 +478,7 @@ def check_needs(deployment: Deployment, *, host: Collection[ServiceKey[Any]] = (
     a conflict, as it would be at load.
     """
     providers: dict[str, str] = {key.name: _HOST for key in host}
+    problems: list[ConfigError] = []  # every plugin is checked: all the errors are reported at once
     for entry in deployment.plugins:
         for need in entry.plugin.needs:
             if need.name not in providers:
@@ -483,13 +488,16 @@ def check_needs(deployment: Deployment, *, host: Collection[ServiceKey[Any]] = (
                 error = MissingServiceError(
                     plugin=entry.id, service=need.name, candidates=later or declared_providers(need.name)
                 )
-                raise ConfigError(
-                    str(error), plugin=entry.id, file=deployment.path, line=entry.line
-                ) from error
+                problems.append(
+                    ConfigError(str(error), plugin=entry.id, file=deployment.path, line=entry.line)
+                )
         for provided in entry.plugin.provides:
             if provided.name in providers:
                 conflict = ServiceConflictError(
                     plugin=entry.id, service=provided.name, provider=providers[provided.name]
                 )
-                raise ConfigError(str(conflict), plugin=entry.id, file=deployment.path, line=entry.line)
+                problems.append(
+                    ConfigError(str(conflict), plugin=entry.id, file=deployment.path, line=entry.line)
+                )
             providers[provided.name] = entry.id
+    ConfigErrors.raise_all(problems)

@@ -10,6 +10,7 @@ DshError
 │   ├── ServiceNotFoundError (LookupError)   ctx.get() of a service nobody provides
 │   └── ListenerError                   a waterfall listener raised; names the plugin and the event
 ├── ConfigError (ValueError)            a deployment file or a plugin config is invalid; names plugin and key path
+│   └── ConfigErrors                    several at once, each a ConfigError (`errors`), in file order
 ├── JsonLineError (ValueError)         outside JSON lines past a limit or not JSON (dsh.runtime.jsonlines)
 ├── SessionError                        the session log (dsh.runtime.session)
 ├── PromptError                         prompt assembly (dsh.runtime.prompt)
@@ -29,6 +30,7 @@ from collections.abc import Sequence
 
 __all__ = [
     "ConfigError",
+    "ConfigErrors",
     "DshError",
     "DuplicatePluginError",
     "KernelError",
@@ -148,6 +150,26 @@ class ConfigError(DshError, ValueError):
         self.path = path
         self.line = line
         self.file = file
+
+
+class ConfigErrors(ConfigError):
+    """Every error found in one deployment (each a `ConfigError`, in file order, in `errors`), reported at once so
+    a user fixes them in one pass; the first's `plugin`, `path`, `line` and `file` are this one's."""
+
+    def __init__(self, errors: Sequence[ConfigError]) -> None:
+        listed = "\n".join(f"  {error}" for error in errors)
+        super().__init__(f"{len(errors)} errors in the deployment:\n{listed}")
+        first = errors[0]
+        self.plugin, self.path, self.line, self.file = first.plugin, first.path, first.line, first.file
+        self.errors = tuple(errors)
+
+    @staticmethod
+    def raise_all(errors: Sequence[ConfigError]) -> None:
+        """Raise the one error, or all of them as `ConfigErrors`; nothing when there is none."""
+        if len(errors) == 1:
+            raise errors[0]
+        if errors:
+            raise ConfigErrors(errors)
 
 
 class SessionError(DshError):

@@ -68,3 +68,36 @@ def test_the_examples_pass_counting_the_store_the_dsh_command_provides() -> None
         assert "session-store" in agent["needs"]
     table = dsh("config", "check", str(EXAMPLES / "coding-agent.yml"))
     assert "provided by the dsh command: session-store" in table.stdout
+
+
+def test_check_reports_every_error_at_once(tmp_path: Path) -> None:
+    """Three broken entries: a mistyped config key, an unknown plugin name, an id listed twice; all three are
+    reported in one run, in file order, each naming its line and plugin (it once stopped at the first)."""
+    path = tmp_path / "d.yml"
+    path.write_text(
+        f"plugins:\n"
+        f"  - id: hello\n    use: {SAMPLES}:greeter\n    config: {{greting: hi}}\n"
+        f"  - id: nope\n    use: tool_fss\n"
+        f"  - id: hello\n    use: {SAMPLES}:greeter\n"
+    )
+    result = dsh("config", "check", str(path))
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert lines[0] == "error: 3 errors in the deployment:"
+    assert [line.split(": ")[0].strip() for line in lines[1:]] == [
+        f'{path}:2, plugin "hello", at `$.config`',
+        f'{path}:5, plugin "nope", at `$.use`',
+        f'{path}:7, plugin "hello"',
+    ]
+    assert 'did you mean "tool_fs"' in lines[2]
+    assert "listed twice" in lines[3]
+
+
+def test_check_reports_every_missing_service_at_once(tmp_path: Path) -> None:
+    path = tmp_path / "d.yml"
+    path.write_text(f"plugins:\n  - id: user\n    use: {SAMPLES}\n  - id: other\n    use: {SAMPLES}\n")
+    result = dsh("config", "check", str(path))
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert lines[0] == "error: 2 errors in the deployment:"
+    assert ['plugin "user"' in lines[1], 'plugin "other"' in lines[2]] == [True, True]
