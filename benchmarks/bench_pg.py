@@ -216,6 +216,8 @@ def main() -> int:
             bench_writers(server, Path(folder))
     finally:
         server.stop()
+    print(f"target append >= 0.5x: {'met' if append >= 0.5 else 'MISSED'} ({append:.2f}x)")
+    print(f"target fork <= 2x: {'met' if fork_ratio <= 2 else 'MISSED'} ({fork_ratio:.2f}x)")
     return 0 if append >= 0.5 and fork_ratio <= 2 else 1
 
 

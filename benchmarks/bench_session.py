@@ -319,8 +319,15 @@ def main() -> int:
         fork_ratio, fork_cost = bench_fork(tmp)
         bench_project(tmp)
         memory = bench_resume(tmp)
-    ok = append >= 0.5 and fork_ratio <= 2 and fork_cost < 1e-3 and memory <= 3
-    return 0 if ok else 1
+    targets = [
+        (f"append >= 0.5x ({append:.2f}x)", append >= 0.5),
+        (f"fork <= 2x ({fork_ratio:.2f}x)", fork_ratio <= 2),
+        (f"fork < 1 ms ({fork_cost * 1000:.3f} ms)", fork_cost < 1e-3),
+        (f"resume memory <= 3x ({memory:.2f}x)", memory <= 3),
+    ]
+    for said, met in targets:
+        print(f"target {said}: {'met' if met else 'MISSED'}")
+    return 0 if all(met for _, met in targets) else 1
 
 
 if __name__ == "__main__":

@@ -18,6 +18,8 @@ def _fake(name: str, status: int) -> ModuleType:
 
     def main() -> int:
         print(f"{name}: 1.00x")
+        if name == "session":
+            print("target append >= 0.5x: MISSED (0.40x)")
         return status
 
     module.main = main  # type: ignore[attr-defined]  # a stand-in benchmark module
@@ -33,6 +35,8 @@ def fakes(monkeypatch: pytest.MonkeyPatch) -> None:
             return _fake("prompt", 0)
         if name == "benchmarks.bench_session":
             return _fake("session", 1)
+        if name == "benchmarks.bench_pg":
+            return _fake("pg", 1)  # missed, and printed no MISSED line
         return real(name)
 
     monkeypatch.setattr(importlib, "import_module", load)
@@ -44,8 +48,21 @@ def test_the_figures_go_to_stdout_and_nothing_to_a_stderr_that_is_no_terminal(
 ) -> None:
     assert runner.main(["session", "prompt"]) == 1  # one benchmark missed its target
     out, err = capsys.readouterr()
-    assert out == "== bench_prompt\nprompt: 1.00x\n== bench_session\nsession: 1.00x\n"
+    assert out == (
+        "== bench_prompt\nprompt: 1.00x\n== bench_session\nsession: 1.00x\ntarget append >= 0.5x: MISSED (0.40x)\n"
+        "missed: bench_session: target append >= 0.5x: MISSED (0.40x)\n"
+    )
     assert err == ""
+
+
+@pytest.mark.usefixtures("fakes")
+def test_the_last_line_lists_every_missed_target(capsys: pytest.CaptureFixture[str]) -> None:
+    assert runner.main(["session", "pg"]) == 1
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "missed: bench_pg: a target (exit 1; see its figures); bench_session: target append >= 0.5x: MISSED (0.40x)"
+    )
+    assert runner.main(["prompt"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "all targets met"
 
 
 @pytest.mark.usefixtures("fakes")
@@ -57,7 +74,7 @@ def test_on_a_terminal_the_bar_names_each_benchmark_on_stderr(
         runner, "Console", lambda stderr: Console(file=screen, force_terminal=True, width=100)
     )
     assert runner.main(["prompt"]) == 0
-    assert capsys.readouterr().out == "== bench_prompt\nprompt: 1.00x\n"
+    assert capsys.readouterr().out == "== bench_prompt\nprompt: 1.00x\nall targets met\n"
     assert "running bench_prompt" in screen.getvalue()
     assert "1/1" in screen.getvalue()
 
