@@ -70,7 +70,7 @@ def main(argv: list[str]) -> int:
             bar.update(task, description=f"running {name}")
             print(f"== {name}", flush=True)
             watched = _Watched(real)
-            sys.stdout = watched  # type: ignore[assignment]  # a text stream in all that print uses
+            sys.stdout = watched
             try:
                 module = importlib.import_module(f"benchmarks.{name}")
                 code = module.main()

@@ -52,7 +52,7 @@ def _how(seed_length: int | None) -> str:
     `spawned`."""
     if seed_length is None:
         return "spawned"
-    return f"fork @{seed_length - 1}" if seed_length else "fork @- (nothing inherited)"
+    return f"fork @{seed_length - 1}" if seed_length else "fork @-"  # `-`: it inherited nothing
 
 
 def link(info: SessionInfo, *, call: bool = True) -> str:

@@ -80,6 +80,10 @@ def test_a_forced_terminal_gets_the_styled_help_without_typer() -> None:
         ),
         ("an event-sourced --x", [("an event-sourced ", ""), ("-", "1;36"), ("-x", "1;36")]),
         ("a dash - alone", [("a dash - alone", "")]),
+        (
+            "--two-words",
+            [("-", "1;36"), ("-two", "1;36"), ("-words", "1;36")],
+        ),  # the switch highlighter cuts too
     ],
 )
 def test_option_names_are_cut_where_rich_cuts_them(text: str, pieces: list[tuple[str, str]]) -> None:
@@ -87,7 +91,7 @@ def test_option_names_are_cut_where_rich_cuts_them(text: str, pieces: list[tuple
 
 
 @pytest.mark.parametrize(
-    "text", ["[bold]x[/]", "a <metavar>", "an :emoji: code", "a -x switch", "--two-words"]
+    "text", ["[bold]x[/]", "a <metavar>", "an :emoji: code", "a -x switch", "--trailing-", "--two--dashes"]
 )
 def test_text_whose_highlighting_is_not_copied_is_left_to_typer(text: str) -> None:
     assert _highlighted(text) is None
