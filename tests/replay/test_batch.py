@@ -112,7 +112,7 @@ def test_one_scenario_directory_keeps_the_one_scenario_report() -> None:
     assert "PONG" in result.stdout  # the session view is shown for one scenario
     assert result.stderr.splitlines() == [
         f"replaying {HARNESS / 'text-turn'}",
-        "matches the recording: 1 turn, 0 tool calls",
+        "matches the recording and its goldens: 1 turn, 0 tool calls",
     ]
 
 

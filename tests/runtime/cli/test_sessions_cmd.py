@@ -21,7 +21,8 @@ runner = CliRunner()
 
 
 def run(*args: str) -> str:
-    result = runner.invoke(app, list(args), catch_exceptions=False)
+    # output to a file with no COLUMNS, as a script piping dsh gets it (whatever width the test run's shell has)
+    result = runner.invoke(app, list(args), catch_exceptions=False, env={"COLUMNS": None})
     assert result.exit_code == 0, result.output
     return result.output
 
