@@ -120,10 +120,12 @@ def _check_stream(chunks: tuple[StreamChunk, ...], *, complete: bool) -> str | N
 
 @dataclass(frozen=True, slots=True)
 class Overrides:
-    """Overrides read from `file` (for messages), in file order."""
+    """Overrides read from `file` (for messages), in file order. `keep_calls`, when set, drops the recorded model
+    calls past that many before the overrides apply (the original's whole-script replacement, `_positional`)."""
 
     file: str
     items: tuple[Override, ...]
+    keep_calls: int | None = None
 
     def __post_init__(self) -> None:
         targets: dict[tuple[int, int, int, str], list[int]] = {}
@@ -167,6 +169,10 @@ class Overrides:
     def apply(self, entries: tuple[ScriptEntry, ...], log: LogInfo) -> tuple[ScriptEntry, ...]:
         """The entries with every override applied (each entry an override adds goes to its key's place)."""
         result = list(entries)
+        if self.keep_calls is not None:
+            models = [entry for entry in result if entry.kind == "model"]
+            dropped = {id(entry) for entry in models[self.keep_calls :]}
+            result = [entry for entry in result if id(entry) not in dropped]
         patched: set[int] = set()
         for index, item in enumerate(self.items):
             call = item.call

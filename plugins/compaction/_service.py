@@ -522,10 +522,10 @@ def _logged_window(agent: Agent | None, model: str | None) -> int | None:
 
 def _header_parts(header: EpochHeader | None) -> tuple[str, tuple[ToolSpec, ...]]:
     """The system prompt and tool schemas of a `request/header` snapshot (absent when empty; a fixture's
-    `{{tools}}` token stands for schemas this log does not hold)."""
+    `{{tools}}` token, or the original's list of tool names, stands for schemas this log does not hold)."""
     if header is None:
         return "", ()
-    return header.system or "", header.tools if isinstance(header.tools, tuple) else ()
+    return header.system or "", header.tool_schemas or ()
 
 
 def _message(node: SurfaceNode) -> Message:

@@ -263,12 +263,22 @@ class HeaderConfig(_Wire, frozen=True, kw_only=True):
 
 class EpochHeader(_Wire, frozen=True, kw_only=True):
     """Everything of a request except its messages; an empty system prompt or tool list is omitted. A committed
-    fixture holds the tokens `"{{system}}"` and `"{{tools}}"` instead (spec §3.8), hence `tools` may be text."""
+    fixture holds the tokens `"{{system}}"` and `"{{tools}}"` instead (spec §3.8), hence `tools` may be text; the
+    original's snapshot form lists the tools by name only, hence a list item may be a name (`tool_schemas` says
+    whether the header holds the schemas themselves)."""
 
     config: HeaderConfig
     adapter_defaults: Any = None
     system: str | None = None
-    tools: tuple[ToolSpec, ...] | str | None = None
+    tools: tuple[ToolSpec | str, ...] | str | None = None
+
+    @property
+    def tool_schemas(self) -> tuple[ToolSpec, ...] | None:
+        """The tools as sent, when this header holds them all as schemas; None for a token or a list of names."""
+        tools = self.tools
+        if not isinstance(tools, tuple) or not all(isinstance(tool, ToolSpec) for tool in tools):
+            return None
+        return tools  # type: ignore[return-value]  # every item was checked to be a ToolSpec
 
 
 class RequestHeaderData(_Wire, frozen=True, kw_only=True):
