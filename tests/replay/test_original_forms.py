@@ -17,11 +17,14 @@ from dsh.replay._placeholders import PlaceholderError, from_request
 from dsh.runtime.llm import (
     BlockEnd,
     BlockStart,
+    CallId,
     Finish,
     FinishError,
     FinishStop,
     FinishToolCalls,
     LlmFailure,
+    MessageId,
+    StreamChunk,
     TextBlock,
     TextDelta,
     ToolCallBlock,
@@ -100,10 +103,10 @@ def test_the_originals_positional_override_replays_its_scenario(tmp_path: Path, 
 
 
 def _three_calls(tmp_path: Path) -> Path:
-    calls = [
+    calls: list[list[StreamChunk]] = [
         [
             BlockStart(index=0, block_type="tool-call"),
-            BlockEnd(index=0, block=ToolCallBlock(id="c1", name="read", arguments="{}")),
+            BlockEnd(index=0, block=ToolCallBlock(id=CallId("c1"), name="read", arguments="{}")),
             Finish(reason=FinishToolCalls()),
         ],
         text_call("done"),
@@ -191,11 +194,13 @@ def test_dsh_keyed_override_wins_when_both_files_are_there(tmp_path: Path) -> No
 
 
 def _said(*texts: str) -> tuple[UserMessage, ...]:
-    return tuple(UserMessage(id=f"m{i}", content=(TextBlock(text),)) for i, text in enumerate(texts))
+    return tuple(
+        UserMessage(id=MessageId(f"m{i}"), content=(TextBlock(text),)) for i, text in enumerate(texts)
+    )
 
 
 def test_a_placeholder_takes_the_last_matchs_first_group_across_split_deltas() -> None:
-    chunks = [
+    chunks: list[StreamChunk] = [
         BlockStart(index=0, block_type="text"),
         TextDelta(index=0, text="the code is {{fromRe"),
         TextDelta(index=0, text=r"quest:code is (\d{4})}}."),
@@ -209,15 +214,15 @@ def test_a_placeholder_takes_the_last_matchs_first_group_across_split_deltas() -
 
 def test_without_a_group_the_whole_match_fills_tool_arguments() -> None:
     arguments = '{"run":"{{fromRequest:run-[0-9a-f]{4}}}"}'
-    chunks = [
+    chunks: list[StreamChunk] = [
         BlockStart(index=0, block_type="tool-call"),
-        ToolCallDelta(index=0, id="c", name="ctx", arguments_delta=arguments),
-        BlockEnd(index=0, block=ToolCallBlock(id="c", name="ctx", arguments=arguments)),
+        ToolCallDelta(index=0, id=CallId("c"), name="ctx", arguments_delta=arguments),
+        BlockEnd(index=0, block=ToolCallBlock(id=CallId("c"), name="ctx", arguments=arguments)),
         Finish(reason=FinishToolCalls()),
     ]
     out = from_request(chunks, _said("start run-beef now"))
     assert out[2] == BlockEnd(
-        index=0, block=ToolCallBlock(id="c", name="ctx", arguments='{"run":"run-beef"}')
+        index=0, block=ToolCallBlock(id=CallId("c"), name="ctx", arguments='{"run":"run-beef"}')
     )
 
 
