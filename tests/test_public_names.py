@@ -31,6 +31,7 @@ PACKAGES = [
     "dsh.plugins.compaction",
     "dsh.plugins.acp",
     "dsh.plugins.subagent_acp",
+    "dsh.plugins.web",
 ]
 
 

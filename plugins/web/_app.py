@@ -1,0 +1,162 @@
+"""The `dsh web` application: the session list, a session's page and its live stream, over one session store. Routes
+read the store and render templates; `_security.Guard` stands in front of all of them."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterable
+from pathlib import Path
+
+import anyio
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response, StreamingResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from dsh.runtime.llm import ReasoningDelta, TextDelta
+from dsh.runtime.session import AssistantChunk, SessionInfo, SessionNotFoundError, SessionStoreProtocol
+
+from ._security import Guard
+from ._views import LONG, Item, items, markdown, session_row, when
+
+__all__ = ["PAGE_SIZE", "create_app"]
+
+PAGE_SIZE = 50
+"""Sessions on one page of the list."""
+POLL_S = 0.05
+"""How often the live stream looks for new events (a length query on the store)."""
+KEEPALIVE_S = 15.0
+"""How often the live stream sends a comment when nothing was appended, so proxies keep it open."""
+
+_HERE = Path(__file__).parent
+
+
+def _tree(infos: list[SessionInfo]) -> list[tuple[SessionInfo, int]]:
+    """Sessions newest first, each one's forks and subagents right under it (indented by depth)."""
+    children: dict[str | None, list[SessionInfo]] = {}
+    known = {info.id for info in infos}
+    for info in infos:
+        parent = info.parent_id if info.parent_id in known else None
+        children.setdefault(parent, []).append(info)
+    ordered: list[tuple[SessionInfo, int]] = []
+    stack = [(info, 0) for info in sorted(children.get(None, []), key=lambda i: (i.created_at, i.id))]
+    while stack:  # newest root first; a parent before its children, children oldest first
+        info, depth = stack.pop()
+        ordered.append((info, depth))
+        below = sorted(children.get(info.id, []), key=lambda i: (i.created_at, i.id), reverse=True)
+        stack.extend((child, depth + 1) for child in below)
+    return ordered
+
+
+def create_app(store: SessionStoreProtocol, *, token: str, hosts: Iterable[str]) -> Guard:
+    """The application over `store`, answering only requests with `token` and a Host in `hosts`."""
+    env = Environment(
+        loader=FileSystemLoader(_HERE / "templates"),
+        autoescape=select_autoescape(default=True),
+        enable_async=False,
+    )
+    env.globals.update(when=when, markdown=markdown, LONG=LONG)
+
+    def page(name: str, status: int = 200, **context: object) -> HTMLResponse:
+        return HTMLResponse(env.get_template(name).render(**context), status_code=status)
+
+    def info_of(session_id: str) -> SessionInfo:
+        try:
+            return store.info(session_id)
+        except (SessionNotFoundError, KeyError):
+            raise HTTPException(404, f"no session {session_id!r} in this store") from None
+
+    async def session_list(request: Request) -> Response:
+        query = request.query_params.get("q", "").strip().lower()
+        try:
+            number = max(1, int(request.query_params.get("page", "1")))
+        except ValueError:
+            number = 1
+        ordered = _tree(store.sessions())
+        if query:
+            matched = []
+            for info, depth in ordered:
+                if query in info.id.lower() or query in (info.cwd or "").lower():
+                    matched.append(session_row(store, info, depth))
+                    continue
+                row = session_row(store, info, depth)
+                if query in row.title.lower():
+                    matched.append(row)
+            total = len(matched)
+            rows = matched[(number - 1) * PAGE_SIZE : number * PAGE_SIZE]
+        else:
+            total = len(ordered)
+            shown = ordered[(number - 1) * PAGE_SIZE : number * PAGE_SIZE]
+            rows = [session_row(store, info, depth) for info, depth in shown]
+        pages = max(1, -(-total // PAGE_SIZE))
+        return page("list.html", rows=rows, page=number, pages=pages, total=total, q=query)
+
+    async def session_page(request: Request) -> Response:
+        info = info_of(request.path_params["session_id"])
+        length = store.length(info.id)
+        shown = list(items(store.events(info.id)))
+        children = store.children(info.id)
+        parent = None if info.parent_id is None else store.info(info.parent_id)
+        return page("session.html", info=info, items=shown, length=length, children=children, parent=parent)
+
+    def _fragment(item: Item) -> str:
+        return env.get_template("_item.html").render(item=item)
+
+    async def live(request: Request) -> Response:
+        info = info_of(request.path_params["session_id"])
+        try:
+            start = max(0, int(request.query_params.get("from", "0")))
+        except ValueError:
+            start = 0
+
+        async def stream() -> AsyncIterator[str]:
+            seen = start
+            quiet = 0.0
+            while True:
+                length = store.length(info.id)
+                if length > seen:
+                    for event in store.events(info.id, start=seen, stop=length):
+                        view = event.view()
+                        if isinstance(view, AssistantChunk) and isinstance(
+                            view.data.chunk, TextDelta | ReasoningDelta
+                        ):
+                            delta = {
+                                "key": f"{view.data.turn}-{view.data.step}",
+                                "reasoning": isinstance(view.data.chunk, ReasoningDelta),
+                                "text": view.data.chunk.text,
+                                "seq": event.seq,
+                            }
+                            yield f"event: delta\ndata: {json.dumps(delta)}\n\n"
+                            continue
+                        for shown in items([event]):
+                            html = _fragment(shown).replace("\n", " ")
+                            yield f"event: item\nid: {event.seq}\ndata: {html}\n\n"
+                    seen = length
+                    quiet = 0.0
+                    continue
+                await anyio.sleep(POLL_S)
+                quiet += POLL_S
+                if quiet >= KEEPALIVE_S:
+                    quiet = 0.0
+                    yield ": keepalive\n\n"
+
+        return StreamingResponse(stream(), media_type="text/event-stream")
+
+    async def refused(request: Request, exc: Exception) -> Response:
+        detail = exc.detail if isinstance(exc, HTTPException) else "not found"
+        status = exc.status_code if isinstance(exc, HTTPException) else 404
+        return page("error.html", status, code=status, detail=detail)
+
+    app = Starlette(
+        routes=[
+            Route("/", session_list, methods=["GET"]),
+            Route("/s/{session_id}", session_page, methods=["GET"]),
+            Route("/s/{session_id}/live", live, methods=["GET"]),
+            Mount("/static", StaticFiles(directory=_HERE / "static"), name="static"),
+        ],
+        exception_handlers={HTTPException: refused},
+    )
+    return Guard(app, token=token, hosts=hosts)

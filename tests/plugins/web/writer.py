@@ -1,0 +1,36 @@
+"""A process that writes a session into a store as `dsh` would, slowly, for the live view's tests: it copies the
+events of a recorded log into a new session, prints the session id, writes `head` events, waits for the file `go`
+to exist, then writes the rest `gap_s` apart. Run as `python -m tests.plugins.web.writer STORE LOG GO HEAD GAP_S`."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from dsh.runtime.session import SessionStore, read_jsonl
+
+WAIT_S = 60.0
+"""The longest the writer waits for `go` (a test that never says go must not leave it running)."""
+
+
+def main(store_path: str, log: str, go: str, head: int, gap_s: float) -> None:
+    with Path(log).open("rb") as handle:
+        _, events = read_jsonl(handle)
+        recorded = list(events)
+    with SessionStore(Path(store_path)) as store:
+        info = store.create(cwd="/workspace")
+        print(info.id, flush=True)
+        store.append_events(info.id, recorded[:head])
+        deadline = time.monotonic() + WAIT_S
+        while not Path(go).exists():
+            if time.monotonic() > deadline:
+                sys.exit("writer: nobody said go")
+            time.sleep(0.02)
+        for event in recorded[head:]:
+            store.append_events(info.id, [event])
+            time.sleep(gap_s)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5]))
