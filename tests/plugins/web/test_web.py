@@ -5,6 +5,7 @@ original, hostile content shown as text, and a session another process writes st
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -106,15 +107,19 @@ def test_the_list_links_each_session_to_its_page(browser: Any, store: Path, tmp_
         import_log(store, HARNESS / name / "session.jsonl")
     served = start_web(store)
     try:
+        shots = Path(os.environ.get("DSH_WEB_SCREENSHOTS", tmp_path))  # docs/ takes the README's from here
         page = _open(browser, served)
+        page.set_viewport_size({"width": 1100, "height": 420})
         assert page.locator("table.sessions tbody tr").count() == 2
+        page.screenshot(path=str(shots / "web-list.png"))
         page.get_by_role("link", name="Use the bash tool to").click()
         page.wait_for_selector("li.result")
         assert page.locator("li.turn h2").first.inner_text() == "Turn 1"
         assert "→ bash" in page.locator("li.assistant .call").first.inner_text()
         assert "SNAPSHOT_OK" in page.locator("li.result pre").first.inner_text()
         assert "turn 1 completed" in page.locator("li.end").inner_text()
-        page.screenshot(path=str(tmp_path / "session.png"), full_page=True)
+        page.set_viewport_size({"width": 1100, "height": 900})
+        page.screenshot(path=str(shots / "web-session.png"))
         assert page.errors == []
     finally:
         stop(served)
