@@ -3,31 +3,44 @@ read the store and render templates; `_security.Guard` stands in front of all of
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import io
 import json
 from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
+from urllib.parse import parse_qs
 
 import anyio
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, Response, StreamingResponse
+from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from dsh.runtime.llm import ReasoningDelta, TextDelta
-from dsh.runtime.session import AssistantChunk, SessionInfo, SessionNotFoundError, SessionStoreProtocol
+from dsh.runtime.session import (
+    AssistantChunk,
+    SessionInfo,
+    SessionNotFoundError,
+    SessionStoreProtocol,
+    export_jsonl,
+)
 
+from ._chat import Chat, ChatError
 from ._security import Guard
 from ._views import LONG, Item, items, markdown, session_row, when
 
-__all__ = ["PAGE_SIZE", "create_app"]
+__all__ = ["FORM_LIMIT", "PAGE_SIZE", "create_app", "csrf_token"]
 
 PAGE_SIZE = 50
 """Sessions on one page of the list."""
 POLL_S = 0.05
 """How often the live stream looks for new events (a length query on the store)."""
+FORM_LIMIT = 1 << 20
+"""The largest form a page may post (a prompt), in bytes."""
 KEEPALIVE_S = 15.0
 """How often the live stream sends a comment when nothing was appended, so proxies keep it open."""
 
@@ -51,14 +64,36 @@ def _tree(infos: list[SessionInfo]) -> list[tuple[SessionInfo, int]]:
     return ordered
 
 
-def create_app(store: SessionStoreProtocol, *, token: str, hosts: Iterable[str]) -> Guard:
-    """The application over `store`, answering only requests with `token` and a Host in `hosts`."""
+def csrf_token(token: str) -> str:
+    """The value every form posts beside the cookie: derived from the access token, so a page of another site,
+    which can neither read the cookie nor this page, cannot post one."""
+    return hmac.new(token.encode(), b"dsh-web-form", hashlib.sha256).hexdigest()
+
+
+async def _form(request: Request, token: str) -> dict[str, str]:
+    """The posted form's fields (URL-encoded, at most `FORM_LIMIT` bytes), its CSRF field checked."""
+    body = b""
+    async for part in request.stream():
+        body += part
+        if len(body) > FORM_LIMIT:
+            raise HTTPException(413, f"a form may hold at most {FORM_LIMIT} bytes")
+    fields = {k: v[-1] for k, v in parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True).items()}
+    if not hmac.compare_digest(fields.get("csrf", "").encode(), csrf_token(token).encode()):
+        raise HTTPException(403, "the form is missing this page's CSRF field: reload the page and try again")
+    return fields
+
+
+def create_app(
+    store: SessionStoreProtocol, *, token: str, hosts: Iterable[str], chat: Chat | None = None
+) -> Guard:
+    """The application over `store`, answering only requests with `token` and a Host in `hosts`; with `chat`
+    (a loaded deployment's agents), pages can also start, prompt, steer, cancel and fork sessions."""
     env = Environment(
         loader=FileSystemLoader(_HERE / "templates"),
         autoescape=select_autoescape(default=True),
         enable_async=False,
     )
-    env.globals.update(when=when, markdown=markdown, LONG=LONG)
+    env.globals.update(when=when, markdown=markdown, LONG=LONG, csrf=csrf_token(token), chat=chat is not None)
 
     def page(name: str, status: int = 200, **context: object) -> HTMLResponse:
         return HTMLResponse(env.get_template(name).render(**context), status_code=status)
@@ -100,7 +135,65 @@ def create_app(store: SessionStoreProtocol, *, token: str, hosts: Iterable[str])
         shown = list(items(store.events(info.id)))
         children = store.children(info.id)
         parent = None if info.parent_id is None else store.info(info.parent_id)
-        return page("session.html", info=info, items=shown, length=length, children=children, parent=parent)
+        ended = [it.turn for it in shown if it.kind == "end" and it.turn is not None]
+        running = chat is not None and chat.running(info.id)
+        return page(
+            "session.html",
+            info=info,
+            items=shown,
+            length=length,
+            children=children,
+            parent=parent,
+            ended=ended,
+            running=running,
+        )
+
+    def chatting() -> Chat:
+        if chat is None:
+            raise HTTPException(
+                405, "this dsh web is read-only: start it with --config (or --replay) to chat"
+            )
+        return chat
+
+    async def new_session(request: Request) -> Response:
+        fields = await _form(request, token)
+        prompt = fields.get("prompt", "").strip()
+        if not prompt:
+            raise HTTPException(400, "a new session needs a prompt")
+        cwd = Path(fields.get("cwd", "").strip() or Path.cwd())
+        session = await chatting().start(prompt, cwd)
+        return RedirectResponse(f"/s/{session}", 303)
+
+    async def prompt(request: Request) -> Response:
+        info = info_of(request.path_params["session_id"])
+        text = (await _form(request, token)).get("text", "").strip()
+        if not text:
+            raise HTTPException(400, "the prompt is empty")
+        await chatting().prompt(info.id, text)
+        return RedirectResponse(f"/s/{info.id}", 303)
+
+    async def cancel(request: Request) -> Response:
+        info = info_of(request.path_params["session_id"])
+        await _form(request, token)
+        chatting().cancel(info.id)
+        return RedirectResponse(f"/s/{info.id}", 303)
+
+    async def fork(request: Request) -> Response:
+        info = info_of(request.path_params["session_id"])
+        fields = await _form(request, token)
+        try:
+            turn = int(fields.get("turn", ""))
+        except ValueError:
+            raise HTTPException(400, "fork needs the number of a turn that ended") from None
+        child = chatting().fork(info.id, turn)
+        return RedirectResponse(f"/s/{child.id}", 303)
+
+    async def export(request: Request) -> Response:
+        info = info_of(request.path_params["session_id"])
+        out = io.BytesIO()
+        export_jsonl(store, info.id, out)
+        headers = {"content-disposition": f'attachment; filename="{info.id}.jsonl"'}
+        return Response(out.getvalue(), media_type="application/x-ndjson", headers=headers)
 
     def _fragment(item: Item) -> str:
         return env.get_template("_item.html").render(item=item)
@@ -145,6 +238,10 @@ def create_app(store: SessionStoreProtocol, *, token: str, hosts: Iterable[str])
 
         return StreamingResponse(stream(), media_type="text/event-stream")
 
+    async def chat_refused(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, ChatError)
+        return page("error.html", exc.status, code=exc.status, detail=str(exc))
+
     async def refused(request: Request, exc: Exception) -> Response:
         detail = exc.detail if isinstance(exc, HTTPException) else "not found"
         status = exc.status_code if isinstance(exc, HTTPException) else 404
@@ -155,8 +252,13 @@ def create_app(store: SessionStoreProtocol, *, token: str, hosts: Iterable[str])
             Route("/", session_list, methods=["GET"]),
             Route("/s/{session_id}", session_page, methods=["GET"]),
             Route("/s/{session_id}/live", live, methods=["GET"]),
+            Route("/s/{session_id}/export", export, methods=["GET"]),
+            Route("/new", new_session, methods=["POST"]),
+            Route("/s/{session_id}/prompt", prompt, methods=["POST"]),
+            Route("/s/{session_id}/cancel", cancel, methods=["POST"]),
+            Route("/s/{session_id}/fork", fork, methods=["POST"]),
             Mount("/static", StaticFiles(directory=_HERE / "static"), name="static"),
         ],
-        exception_handlers={HTTPException: refused},
+        exception_handlers={HTTPException: refused, ChatError: chat_refused},
     )
     return Guard(app, token=token, hosts=hosts)

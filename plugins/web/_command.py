@@ -1,17 +1,26 @@
 """`dsh web`: serve a session store's sessions to a browser on this machine (loopback by default), behind an access
-token that the printed address carries."""
+token that the printed address carries; with a deployment (`--config`, or `--replay` a recording), pages can chat."""
 
 from __future__ import annotations
 
-import os
 import socket
 import sys
+from contextlib import ExitStack
 from typing import Annotated
 
 import anyio
 import typer
 
-from dsh.runtime.host import StoreOption, open_store
+from dsh.runtime.host import (
+    ConfigOption,
+    Host,
+    ReplayOption,
+    StoreOption,
+    deployment_path,
+    open_host,
+    open_store,
+)
+from dsh.runtime.session import SessionStoreProtocol
 
 from ._security import is_loopback, new_token
 
@@ -33,7 +42,6 @@ def _bind(host: str, port: int) -> socket.socket:
             f"cannot listen on {host}:{port}: {error.strerror}", param_hint="--host/--port"
         ) from None
     sock.listen(128)
-    sock.set_inheritable(True)
     return sock
 
 
@@ -44,8 +52,30 @@ def _hosts(host: str, port: int) -> list[str]:
     return [f"{shown}:{port}"]
 
 
+async def _serve(sock: socket.socket, store: SessionStoreProtocol, host: Host | None, token: str) -> None:
+    import uvicorn
+
+    from ._app import create_app
+    from ._chat import Chat
+
+    hosts = _hosts(sock.getsockname()[0], sock.getsockname()[1])
+    async with anyio.create_task_group() as group:
+        chat = None if host is None else Chat(host, group)
+        app = create_app(store, token=token, hosts=hosts, chat=chat)
+        config = uvicorn.Config(
+            app, log_level="warning", lifespan="off", timeout_graceful_shutdown=GRACE_S, access_log=False
+        )
+        try:
+            await uvicorn.Server(config).serve([sock])
+        finally:
+            if chat is not None:
+                chat.close()  # the held sessions close (their turns cancelled, logged aborted) before the host goes
+
+
 def web_command(
     store: StoreOption = None,
+    config: ConfigOption = None,
+    replay: ReplayOption = None,
     host: Annotated[str, typer.Option("--host", help="The address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="The port (0 picks a free one).")] = 8765,
     token: Annotated[
@@ -57,20 +87,20 @@ def web_command(
             help="The access token (also $DSH_WEB_TOKEN); a fresh one is made for a loopback address.",
         ),
     ] = None,
+    read_only: Annotated[
+        bool, typer.Option("--read-only", help="Show sessions only, even with a deployment (no chat).")
+    ] = False,
 ) -> None:
     """Show the store's sessions in a browser: the list, each session's turns, tool calls and lineage, and live
-    progress of a session another process is writing.
+    progress of a session another process is writing. With a deployment (--config or $DSH_CONFIG, or --replay LOG
+    for its model served from a recording), pages can also start sessions, prompt, steer, cancel and fork.
 
     The first line printed is the address to open; it carries the access token, which the first visit turns into a
     cookie. A non-loopback --host needs --token (or $DSH_WEB_TOKEN), so nobody serves a store to the network by
     accident.
 
-    Example: dsh web --store ~/.local/share/dsh/sessions.db --port 0
+    Example: dsh web --store ~/.local/share/dsh/sessions.db --config examples/coding-agent.yml --port 0
     """
-    import uvicorn
-
-    from ._app import create_app
-
     if not is_loopback(host) and not token:
         raise typer.BadParameter(
             f"{host} is not a loopback address: serving the store beyond this machine needs --token (or "
@@ -78,20 +108,17 @@ def web_command(
             param_hint="--host",
         )
     token = token or new_token()
-    opened = open_store(store)
-    sock = _bind(host, port)
-    bound = sock.getsockname()[1]
-    shown = f"[{host}]" if ":" in host else host
-    print(f"http://{shown}:{bound}/?token={token}", flush=True)
-    print(f"serving {opened.location} (Ctrl-C stops)", file=sys.stderr, flush=True)
-    app = create_app(opened, token=token, hosts=_hosts(host, bound))
-    config = uvicorn.Config(
-        app, log_level="warning", lifespan="off", timeout_graceful_shutdown=GRACE_S, access_log=False
-    )
-    server = uvicorn.Server(config)
-    try:
-        anyio.run(server.serve, [sock])
-    finally:
-        sock.close()
-        opened.close()
-        os.environ.pop("DSH_WEB_TOKEN", None)
+    chatting = not read_only and (replay is not None or deployment_path(config, required=False) is not None)
+    with ExitStack() as stack:
+        hosted: Host | None = None
+        if chatting:
+            hosted = stack.enter_context(open_host(config, store, replay=replay))
+            opened = hosted.store
+        else:
+            opened = stack.enter_context(open_store(store))
+        sock = stack.enter_context(_bind(host, port))
+        shown = f"[{host}]" if ":" in host else host
+        print(f"http://{shown}:{sock.getsockname()[1]}/?token={token}", flush=True)
+        mode = "chat" if chatting else "read-only"
+        print(f"serving {opened.location} ({mode}; Ctrl-C stops)", file=sys.stderr, flush=True)
+        anyio.run(_serve, sock, opened, hosted, token)

@@ -25,7 +25,7 @@ CSP = (
 _HEADERS = [
     (b"content-security-policy", CSP.encode()),
     (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"no-referrer"),
+    (b"referrer-policy", b"same-origin"),  # no-referrer would make the browser send `Origin: null` on a POST
     (b"x-frame-options", b"DENY"),
     (b"cache-control", b"no-store"),
 ]
