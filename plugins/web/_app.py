@@ -7,8 +7,9 @@ import hashlib
 import hmac
 import io
 import json
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs
 
 import anyio
@@ -33,7 +34,7 @@ from ._chat import Chat, ChatError
 from ._security import Guard
 from ._views import LONG, Item, items, markdown, session_row, when
 
-__all__ = ["FORM_LIMIT", "PAGE_SIZE", "create_app", "csrf_token"]
+__all__ = ["FORM_LIMIT", "PAGE_SIZE", "RERUN_GROUP", "create_app", "csrf_token"]
 
 PAGE_SIZE = 50
 """Sessions on one page of the list."""
@@ -83,17 +84,49 @@ async def _form(request: Request, token: str) -> dict[str, str]:
     return fields
 
 
+RERUN_GROUP = "dsh.rerun"
+"""The entry-point group of the function the replay view re-runs a stored session with (replay/ provides it:
+plugins cannot import it): `async (store, session_id) -> report` with `replayed_id`, `divergence`, `recorded`,
+`replayed` and `at`."""
+
+
+def _rerunner() -> Callable[[SessionStoreProtocol, str], Awaitable[Any]]:
+    from importlib.metadata import entry_points
+
+    found = list(entry_points(group=RERUN_GROUP))
+    if len(found) != 1:
+        raise HTTPException(
+            501,
+            f"the replay view needs exactly one `{RERUN_GROUP}` entry point (dsh's replay/), found {len(found)}",
+        )
+    rerun: Callable[[SessionStoreProtocol, str], Awaitable[Any]] = found[0].load()
+    return rerun
+
+
 def create_app(
-    store: SessionStoreProtocol, *, token: str, hosts: Iterable[str], chat: Chat | None = None
+    store: SessionStoreProtocol,
+    *,
+    token: str,
+    hosts: Iterable[str],
+    chat: Chat | None = None,
+    writable: bool = True,
 ) -> Guard:
     """The application over `store`, answering only requests with `token` and a Host in `hosts`; with `chat`
-    (a loaded deployment's agents), pages can also start, prompt, steer, cancel and fork sessions."""
+    (a loaded deployment's agents), pages can also start, prompt, steer, cancel and fork sessions; unless
+    `writable` is False (`--read-only`), they can re-run a session (the replayed one is stored beside it)."""
     env = Environment(
         loader=FileSystemLoader(_HERE / "templates"),
         autoescape=select_autoescape(default=True),
         enable_async=False,
     )
-    env.globals.update(when=when, markdown=markdown, LONG=LONG, csrf=csrf_token(token), chat=chat is not None)
+    env.globals.update(
+        when=when,
+        markdown=markdown,
+        LONG=LONG,
+        csrf=csrf_token(token),
+        chat=chat is not None,
+        writable=writable,
+    )
 
     def page(name: str, status: int = 200, **context: object) -> HTMLResponse:
         return HTMLResponse(env.get_template(name).render(**context), status_code=status)
@@ -188,6 +221,25 @@ def create_app(
         child = chatting().fork(info.id, turn)
         return RedirectResponse(f"/s/{child.id}", 303)
 
+    async def replay_view(request: Request) -> Response:
+        info = info_of(request.path_params["session_id"])
+        await _form(request, token)
+        if not writable:
+            raise HTTPException(405, "this dsh web is read-only: a re-run stores the replayed session")
+        report = await _rerunner()(store, info.id)
+        at = report.at
+        start = 0 if at is None else max(0, at - 8)
+        stop = max(len(report.recorded), len(report.replayed)) if at is None else at + 12
+        rows = [
+            (
+                index,
+                report.recorded[index] if index < len(report.recorded) else "",
+                report.replayed[index] if index < len(report.replayed) else "",
+            )
+            for index in range(start, min(stop, max(len(report.recorded), len(report.replayed))))
+        ]
+        return page("replay.html", info=info, report=report, rows=rows)
+
     async def export(request: Request) -> Response:
         info = info_of(request.path_params["session_id"])
         out = io.BytesIO()
@@ -257,6 +309,7 @@ def create_app(
             Route("/s/{session_id}/prompt", prompt, methods=["POST"]),
             Route("/s/{session_id}/cancel", cancel, methods=["POST"]),
             Route("/s/{session_id}/fork", fork, methods=["POST"]),
+            Route("/s/{session_id}/replay", replay_view, methods=["POST"]),
             Mount("/static", StaticFiles(directory=_HERE / "static"), name="static"),
         ],
         exception_handlers={HTTPException: refused, ChatError: chat_refused},

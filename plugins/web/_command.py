@@ -52,7 +52,9 @@ def _hosts(host: str, port: int) -> list[str]:
     return [f"{shown}:{port}"]
 
 
-async def _serve(sock: socket.socket, store: SessionStoreProtocol, host: Host | None, token: str) -> None:
+async def _serve(
+    sock: socket.socket, store: SessionStoreProtocol, host: Host | None, token: str, writable: bool
+) -> None:
     import uvicorn
 
     from ._app import create_app
@@ -61,7 +63,7 @@ async def _serve(sock: socket.socket, store: SessionStoreProtocol, host: Host | 
     hosts = _hosts(sock.getsockname()[0], sock.getsockname()[1])
     async with anyio.create_task_group() as group:
         chat = None if host is None else Chat(host, group)
-        app = create_app(store, token=token, hosts=hosts, chat=chat)
+        app = create_app(store, token=token, hosts=hosts, chat=chat, writable=writable)
         config = uvicorn.Config(
             app, log_level="warning", lifespan="off", timeout_graceful_shutdown=GRACE_S, access_log=False
         )
@@ -88,7 +90,10 @@ def web_command(
         ),
     ] = None,
     read_only: Annotated[
-        bool, typer.Option("--read-only", help="Show sessions only, even with a deployment (no chat).")
+        bool,
+        typer.Option(
+            "--read-only", help="Show sessions only: no chat, even with a deployment, and no re-runs."
+        ),
     ] = False,
 ) -> None:
     """Show the store's sessions in a browser: the list, each session's turns, tool calls and lineage, and live
@@ -121,4 +126,4 @@ def web_command(
         print(f"http://{shown}:{sock.getsockname()[1]}/?token={token}", flush=True)
         mode = "chat" if chatting else "read-only"
         print(f"serving {opened.location} ({mode}; Ctrl-C stops)", file=sys.stderr, flush=True)
-        anyio.run(_serve, sock, opened, hosted, token)
+        anyio.run(_serve, sock, opened, hosted, token, not read_only)
