@@ -1,0 +1,128 @@
+"""The seams a person, a policy or the project's hooks stand on between the model and a tool call: before a call runs
+(`tools/pre-execute`: allow, deny with a reason, or ask for approval), the approval itself (the `approval` service a
+plugin provides: dsh.plugins.interaction), and after it ran (`tools/post-execute`: the result, replaced or with
+context added for the model's next step). The pipeline in `registry` drives them; the wording the model gets for a
+denial or a rejection is the original's, and lives here once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from dsh.runtime.kernel import ServiceKey, Waterfall
+
+from .definition import Tool, ToolCall, ToolContext, ToolResult
+
+__all__ = [
+    "APPROVER",
+    "DENIED",
+    "POST_EXECUTE",
+    "PRE_EXECUTE",
+    "REJECTED",
+    "Allow",
+    "Approval",
+    "ApprovalRequest",
+    "Approver",
+    "Ask",
+    "Deny",
+    "PreDecision",
+    "ToolExecution",
+    "denial_text",
+    "rejection_text",
+]
+
+DENIED = "DENIED"
+"""The code of a call a `tools/pre-execute` listener (a hook) denied."""
+REJECTED = "REJECTED"
+"""The code of a call whose approval was not granted."""
+
+
+@dataclass(frozen=True)
+class ToolExecution:
+    """One call about to run (or that ran): the tool, the call as the model sent it, its validated arguments and
+    where it runs."""
+
+    tool: Tool
+    call: ToolCall
+    arguments: dict[str, Any]
+    context: ToolContext
+
+
+@dataclass(frozen=True)
+class Allow:
+    """Run the call (the default when no listener objects)."""
+
+
+@dataclass(frozen=True)
+class Deny:
+    """Do not run the call; the model is told `reason`."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
+class Ask:
+    """Run the call only if it is approved (`reason`: why approval is needed, shown to whoever answers)."""
+
+    reason: str | None = None
+
+
+PreDecision = Allow | Deny | Ask
+
+PRE_EXECUTE = Waterfall[PreDecision, ToolExecution]("tools/pre-execute")
+"""Before a validated call runs: the value starts `Allow()`; a listener returns `Deny` or `Ask` to own the decision,
+or calls next. A denied call never runs; an asked one runs only once the `approval` service grants it."""
+
+POST_EXECUTE = Waterfall[ToolResult, ToolExecution]("tools/post-execute")
+"""After a call ran: the value is its result; a listener may replace it (a hook that blocks turns it into feedback)
+or add `context` for the model's next step."""
+
+ApprovalOutcomeName = Literal["allowed-once", "allowed-always", "rejected", "cancelled", "unavailable"]
+
+
+@dataclass(frozen=True)
+class ApprovalRequest:
+    """What is asked: may `tool` run call `call_id`, for `reason`? `context` is where the call runs (its agent and
+    log)."""
+
+    tool: str
+    call_id: str
+    reason: str | None
+    context: ToolContext
+
+
+@dataclass(frozen=True)
+class Approval:
+    """How a request was decided, and the person's message to the model, if any."""
+
+    outcome: ApprovalOutcomeName
+    message: str | None = None
+
+    @property
+    def granted(self) -> bool:
+        return self.outcome in ("allowed-once", "allowed-always")
+
+
+class Approver(Protocol):
+    """The `approval` service: decides one request (by the session's policy, a person, or a recording)."""
+
+    async def request(self, request: ApprovalRequest) -> Approval: ...
+
+
+APPROVER = ServiceKey[Approver]("approval")
+
+
+def denial_text(reason: str) -> str:
+    """What the model gets for a call a hook denied: the original's `Error: <reason>`."""
+    return f"Error: {reason}"
+
+
+def rejection_text(tool: str, approval: Approval) -> str:
+    """What the model gets for a call whose approval was not granted, in the original's words (a rejection's
+    message, when the person gave one, follows it)."""
+    if approval.outcome == "rejected":
+        text = f'Error: the user rejected tool "{tool}"'
+        return f"{text}: {approval.message}" if approval.message else text
+    if approval.outcome == "cancelled":
+        return f'Error: approval for tool "{tool}" was cancelled'
+    return f'Error: tool "{tool}" requires approval, but no approval channel is available'
