@@ -1,6 +1,8 @@
 """The tool registry, tool definitions, argument validation and the execution pipeline of one call."""
 
 from .approval import APPROVER as APPROVER
+from .approval import ASK as ASK
+from .approval import DECIDE as DECIDE
 from .approval import DENIED as DENIED
 from .approval import POST_EXECUTE as POST_EXECUTE
 from .approval import PRE_EXECUTE as PRE_EXECUTE
@@ -57,6 +59,8 @@ __all__ = [
     "ToolView",
     "plugin",
     "APPROVER",
+    "ASK",
+    "DECIDE",
     "DENIED",
     "POST_EXECUTE",
     "PRE_EXECUTE",

@@ -15,6 +15,8 @@ from .definition import Tool, ToolCall, ToolContext, ToolResult
 
 __all__ = [
     "APPROVER",
+    "ASK",
+    "DECIDE",
     "DENIED",
     "POST_EXECUTE",
     "PRE_EXECUTE",
@@ -110,6 +112,15 @@ class Approver(Protocol):
 
 
 APPROVER = ServiceKey[Approver]("approval")
+
+DECIDE = Waterfall["Approval | None", ApprovalRequest]("approval/decide")
+"""Before the session's policy applies: a listener that knows the outcome already returns it (a replay returns
+the recorded one, so nobody is asked); None: decide by the policy. The `approval` service runs it."""
+
+ASK = Waterfall["Approval | None", ApprovalRequest]("approval/ask")
+"""The question put to a person when the policy is `ask`: each surface that can answer (the terminal of `dsh chat`
+or `dsh run`, an ACP client) returns the answer, or calls next when it cannot ask; None from the whole chain: no
+one could be asked (`unavailable`)."""
 
 
 def denial_text(reason: str) -> str:

@@ -1,0 +1,49 @@
+"""The `interaction` plugin: loads the interaction service as the `approval` service the tool pipeline asks, and
+states the session's approval policy to the model as the runtime context `approval:policy`."""
+
+from __future__ import annotations
+
+import msgspec
+
+from dsh.runtime.kernel import Context, Plugin
+from dsh.runtime.prompt import SYSTEM_PROMPT, AssembleContext, PromptContext
+from dsh.runtime.tools import APPROVER
+
+from ._policy import APPROVAL_CONTEXT, POLICIES, policy_text
+from ._service import INTERACTION, Interaction
+
+__all__ = ["InteractionConfig", "plugin"]
+
+
+class InteractionConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """`policy`: the approval policy of a session whose log sets none (`ask`, `never`, `auto-allow`)."""
+
+    policy: str = "ask"
+
+    def __post_init__(self) -> None:
+        if self.policy not in POLICIES:
+            valid = ", ".join(f'"{p}"' for p in POLICIES)
+            raise msgspec.ValidationError(f'`policy` is "{self.policy}"; the approval policies are {valid}')
+
+
+def _apply(ctx: Context, config: InteractionConfig) -> None:
+    service = Interaction(ctx, policy=config.policy)
+    ctx.provide(INTERACTION, service)
+    ctx.provide(APPROVER, service)
+    if ctx.has(SYSTEM_PROMPT):
+
+        def stated(context: AssembleContext) -> str:
+            agent = context.agent
+            return policy_text(service.policy(getattr(agent, "log", None)))
+
+        ctx.get(SYSTEM_PROMPT).context(PromptContext(APPROVAL_CONTEXT, 115, stated))
+
+
+plugin = Plugin(
+    name="interaction",
+    apply=_apply,
+    config=InteractionConfig,
+    provides=(INTERACTION, APPROVER),
+    description="approvals by the session's policy or a person, permission presets, sandbox modes and the slash "
+    "commands that set them; the approval:policy context",
+)
