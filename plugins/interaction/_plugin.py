@@ -3,14 +3,17 @@ states the session's approval policy to the model as the runtime context `approv
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 
+from dsh.runtime.agent import SLASH_COMMAND, CommandReply, SlashCommand
 from dsh.runtime.kernel import Context, Plugin
 from dsh.runtime.prompt import SYSTEM_PROMPT, AssembleContext, PromptContext
 from dsh.runtime.tools import APPROVER
 
 from ._policy import APPROVAL_CONTEXT, POLICIES, policy_text
-from ._service import INTERACTION, Interaction
+from ._service import COMMANDS, INTERACTION, Interaction
 
 __all__ = ["InteractionConfig", "plugin"]
 
@@ -30,6 +33,14 @@ def _apply(ctx: Context, config: InteractionConfig) -> None:
     service = Interaction(ctx, policy=config.policy)
     ctx.provide(INTERACTION, service)
     ctx.provide(APPROVER, service)
+
+    async def command(value: CommandReply | None, call: SlashCommand, next_: Any) -> CommandReply | None:
+        if call.name not in COMMANDS:
+            return await next_(value)  # type: ignore[no-any-return]
+        outcome = await service.command(call.agent, call.name, call.args)
+        return CommandReply(outcome.kind, outcome.text)
+
+    ctx.on(SLASH_COMMAND, command)
     if ctx.has(SYSTEM_PROMPT):
 
         def stated(context: AssembleContext) -> str:

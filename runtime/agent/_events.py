@@ -19,6 +19,9 @@ __all__ = [
     "EVENT",
     "PRE_STEP",
     "PROMPT_SUBMIT",
+    "SLASH_COMMAND",
+    "CommandReply",
+    "SlashCommand",
     "TURN_STOPPING",
     "AddContext",
     "BlockPrompt",
@@ -193,3 +196,26 @@ class TurnStopping:
 
 TURN_STOPPING = Emit[TurnStopping]("agent/turn-stopping")
 """After the last step's `step/end`, before the turn decides to end (a Stop hook runs here)."""
+
+
+@dataclass(frozen=True)
+class SlashCommand:
+    """A slash command a person typed for `agent` between its turns: `/name` followed by `args` (the raw rest of
+    the line, as typed)."""
+
+    agent: Agent
+    name: str
+    args: str
+
+
+@dataclass(frozen=True)
+class CommandReply:
+    """How a slash command ended (`success` or `error`) and what it tells the person."""
+
+    kind: str
+    text: str
+
+
+SLASH_COMMAND = Waterfall["CommandReply | None", SlashCommand]("agent/command")
+"""A slash command a surface does not handle itself: the plugin that owns the name returns its reply (and logs
+`command/run`/`command/done`), others call next; None from the whole chain: no plugin knows the command."""
