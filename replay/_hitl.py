@@ -9,15 +9,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from dsh.plugins.hooks import HOOK_RUN, HookCall, HookOutput
+from dsh.plugins.hooks import HOOK_RUNS, HookOutput, HookPoint, ServedRun, matches
 from dsh.runtime.kernel import Context
 from dsh.runtime.llm import PluginSource, TextBlock
 from dsh.runtime.session import (
     ApprovalAsked,
     ApprovalDecided,
     CommandRun,
+    HookInvoked,
     HookResult,
     InboxSpliced,
+    StepStart,
+    ToolCallData,
     TurnStart,
 )
 from dsh.runtime.tools import DECIDE, Approval, ApprovalRequest
@@ -126,94 +129,125 @@ def serve_recorded_approvals(ctx: Context, adapter: ReplayAdapter) -> RecordedAp
 
 # ---------------------------------------------------------------------------------------------- hooks
 
+_DIALECT = {"claude": "claude-code"}
+"""Dialect names an older original wrote, as dsh names them."""
+
 
 @dataclass
-class _HookTape:
-    """One log's hook results by (turn, point) in order, with what the model got from each run: the reason of an
-    `ask` (the approval asked next) and the context a hook added (the plugin splice that follows)."""
+class _Group:
+    """The hook runs of one point's invocation in a recording, in order: each run's matcher and outcome."""
 
-    runs: dict[tuple[int, str], list[HookOutput]] = field(default_factory=dict)
-    served: dict[tuple[int, str], int] = field(default_factory=dict)
+    turn: int
+    step: int
+    point: str
+    dialect: str
+    runs: list[ServedRun] = field(default_factory=list)
 
 
-def _hook_tape(log: RecordedLog) -> _HookTape:
-    tape = _HookTape()
+def _hook_groups(log: RecordedLog) -> dict[tuple[int, str, str, str], list[_Group]]:
+    """A log's hook runs grouped by invocation and keyed (turn, point, dialect, anchor): the anchor of a tool point
+    is the id of the call it ran for (the step's calls in order, matched by the group's matcher), of Stop its step.
+    What the model got from a run is taken from what follows it: an `ask`'s reason from the approval asked next, a
+    context from the hooks' splice that follows."""
+    groups: list[_Group] = []
+    calls: dict[tuple[int, int], list[tuple[str, str]]] = {}
+    step = 0
+    open_group: _Group | None = None
     last: HookOutput | None = None
     for event, _ in log.events():
         if event.seq < log.info.seed_length:
             continue
-        if event.type not in ("hook/result", "approval/asked", "agent/inbox/spliced", "turn/start"):
-            continue
-        view = event.view()
-        if isinstance(view, HookResult):
-            data = view.data
-            decision = None if data.decision in ("pass", "stop") else data.decision
-            stderr = data.stderr_summary or ""
-            output = HookOutput(data.exit_code, stderr, "", decision, stderr or None)
-            tape.runs.setdefault((data.turn, data.point), []).append(output)
-            last = output
-        elif isinstance(view, ApprovalAsked) and last is not None and last.decision == "ask":
-            last.reason = view.data.reason
+        kind = event.type
+        if kind not in ("hook/invoked", "hook/result"):
+            open_group = None  # a run of a point's hooks is uninterrupted
+        if kind in ("turn/start", "step/start"):
+            last = None  # what a hook gave the model follows it within its step
+        if kind == "step/start":
+            started = event.view()
+            assert isinstance(started, StepStart)
+            step = started.data.step
+        elif kind == "tool/call":
+            data = event.view().data
+            assert isinstance(data, ToolCallData)
+            calls.setdefault((data.turn, data.step), []).append((data.call_id, data.name))
+        elif kind == "hook/invoked":
+            invoked = event.view()
+            assert isinstance(invoked, HookInvoked)
+            d = invoked.data
+            dialect = _DIALECT.get(d.dialect, d.dialect)
+            if open_group is None or (open_group.point, open_group.dialect) != (d.point, dialect):
+                open_group = _Group(d.turn, step, d.point, dialect)
+                groups.append(open_group)
+            open_group.runs.append(ServedRun(d.matcher, HookOutput(None, "", "")))
+        elif kind == "hook/result" and open_group is not None and open_group.runs:
+            result = event.view()
+            assert isinstance(result, HookResult)
+            r = result.data
+            decision = None if r.decision in ("pass", "stop") else r.decision
+            stderr = r.stderr_summary or ""
+            last = HookOutput(r.exit_code, stderr, "", decision, stderr or None)
+            if r.decision == "stop":
+                last.continue_ = False
+            open_group.runs[-1] = ServedRun(open_group.runs[-1].matcher, last)
+        elif kind == "approval/asked" and last is not None and last.decision == "ask":
+            asked = event.view()
+            assert isinstance(asked, ApprovalAsked)
+            last.reason = asked.data.reason
             last = None
-        elif isinstance(view, InboxSpliced) and last is not None and last.decision is None:
+        elif kind == "agent/inbox/spliced" and last is not None:
+            spliced = event.view()
+            assert isinstance(spliced, InboxSpliced)
             texts = [
                 "".join(b.text for b in m.content if isinstance(b, TextBlock))
-                for m in view.data.inserted
+                for m in spliced.data.inserted
                 if isinstance(m.source, PluginSource) and m.source.plugin.startswith("hooks")
             ]
-            if texts:
+            if texts and last.decision is None:
                 last.additional_context = "\n\n".join(texts)
-                last = None
-        elif isinstance(view, TurnStart):
             last = None
-    return tape
+    keyed: dict[tuple[int, str, str, str], list[_Group]] = {}
+    taken: dict[tuple[int, int, str, str], int] = {}
+    for group in groups:
+        anchor = ""
+        if group.point in ("PreToolUse", "PostToolUse"):
+            step_calls = calls.get((group.turn, group.step), [])
+            place = (group.turn, group.step, group.point, group.dialect)
+            start = taken.get(place, 0)
+            matcher = group.runs[0].matcher if group.runs else None
+            for index in range(start, len(step_calls)):
+                if matches(matcher, step_calls[index][1]):
+                    anchor, taken[place] = step_calls[index][0], index + 1
+                    break
+        elif group.point == "Stop":
+            anchor = str(group.step)
+        keyed.setdefault((group.turn, group.point, group.dialect, anchor), []).append(group)
+    return keyed
 
 
 class RecordedHooks:
-    """The `hooks/run` listener under `hooks: recorded`: each run is served the recorded outcome of the run at the
-    same (turn, point, place) in the bound recording; a run the recording does not have is a mismatch."""
+    """The `hooks/runs` listener under `hooks: recorded`: each point is served the runs the bound recording logged
+    at the same turn, point, dialect and anchor (none: no hook ran there), whatever the workspace configures."""
 
     def __init__(self, adapter: ReplayAdapter) -> None:
         self._adapter = adapter
         self._logs = {log.info.name: log for log in adapter.recording.logs}
-        self._tapes: dict[str, _HookTape] = {}
+        self._tapes: dict[str, dict[tuple[int, str, str, str], list[_Group]]] = {}
 
-    async def run(self, value: HookOutput | None, call: HookCall, next_: Any) -> HookOutput | None:
-        session = call.agent.id if call.agent is not None else None
+    async def runs(
+        self, value: list[ServedRun] | None, point: HookPoint, next_: Any
+    ) -> list[ServedRun] | None:
+        session = point.agent.id if point.agent is not None else None
         name = self._adapter.bindings().get(session) if session is not None else None
         if name is None or name not in self._logs:
             return await next_(value)  # type: ignore[no-any-return]  # an unbound session runs its hooks live
-        tape = self._tapes.setdefault(name, _hook_tape(self._logs[name]))
-        key = (call.turn, call.point)
-        place = tape.served.get(key, 0)
-        runs = tape.runs.get(key, [])
-        if place >= len(runs):
-            error = ReplayMismatch(
-                f"replay mismatch: hook {call.handler_id} ran at {call.point} in turn {call.turn}; the recording "
-                f"{name} records {len(runs)} run(s) there",
-                session_id=session,
-                log=name,
-                call=None,
-                recorded=f"{len(runs)} hook runs",
-                asked=call.handler_id,
-            )
-            self._adapter.report(error)
-            return HookOutput(None, "replay: no recorded hook run here", "")
-        tape.served[key] = place + 1
-        recorded = runs[place]
-        return HookOutput(
-            recorded.exit_code,
-            recorded.stderr,
-            recorded.stdout,
-            recorded.decision,
-            recorded.reason,
-            recorded.additional_context,
-        )
+        tape = self._tapes.setdefault(name, _hook_groups(self._logs[name]))
+        queue = tape.get((point.turn, point.point, point.dialect, point.anchor), [])
+        return list(queue.pop(0).runs) if queue else []
 
 
 def serve_recorded_hooks(ctx: Context, adapter: ReplayAdapter) -> RecordedHooks:
     hooks = RecordedHooks(adapter)
-    ctx.on(HOOK_RUN, hooks.run)
+    ctx.on(HOOK_RUNS, hooks.runs)
     return hooks
 
 

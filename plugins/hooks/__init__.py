@@ -3,11 +3,12 @@ logs them (`hook/invoked`, `hook/result`)."""
 
 from ._plugin import BLOCKED as BLOCKED
 from ._plugin import DIALECTS as DIALECTS
-from ._plugin import HOOK_RUN as HOOK_RUN
+from ._plugin import HOOK_RUNS as HOOK_RUNS
 from ._plugin import HOOKS as HOOKS
-from ._plugin import HookCall as HookCall
+from ._plugin import HookPoint as HookPoint
 from ._plugin import Hooks as Hooks
 from ._plugin import HooksConfig as HooksConfig
+from ._plugin import ServedRun as ServedRun
 from ._plugin import plugin as plugin
 from ._protocol import POINTS as POINTS
 from ._protocol import HookOutput as HookOutput
@@ -21,12 +22,13 @@ __all__ = [
     "BLOCKED",
     "DIALECTS",
     "HOOKS",
-    "HOOK_RUN",
+    "HOOK_RUNS",
     "POINTS",
-    "HookCall",
+    "HookPoint",
     "HookOutput",
     "Hooks",
     "HooksConfig",
+    "ServedRun",
     "matches",
     "merge",
     "parse_config",

@@ -49,6 +49,7 @@ from dsh.runtime.tools import (
 )
 
 from ._protocol import (
+    CommandHook,
     HookConfigError,
     HookOutput,
     MatcherGroup,
@@ -61,7 +62,17 @@ from ._protocol import (
     summarize,
 )
 
-__all__ = ["BLOCKED", "DIALECTS", "HOOKS", "HOOK_RUN", "HookCall", "Hooks", "HooksConfig", "plugin"]
+__all__ = [
+    "BLOCKED",
+    "DIALECTS",
+    "HOOKS",
+    "HOOK_RUNS",
+    "HookPoint",
+    "Hooks",
+    "HooksConfig",
+    "ServedRun",
+    "plugin",
+]
 
 BLOCKED = "BLOCKED"
 """The code of a tool result a PostToolUse hook blocked."""
@@ -72,23 +83,30 @@ _log = logging.getLogger("dsh.hooks")
 
 
 @dataclass(frozen=True)
-class HookCall:
-    """One hook about to run: its dialect, point, handler id, command, the JSON it gets on stdin, where it runs,
-    and the turn it runs in."""
+class HookPoint:
+    """One point about to run its hooks: the dialect, the point, the matcher subject (a tool name, or ""), the turn,
+    the agent, and what the run is anchored to (the tool call's id at PreToolUse/PostToolUse, the step at Stop)."""
 
     dialect: str
     point: str
-    handler_id: str
-    command: str
-    payload: dict[str, Any]
-    cwd: Path
+    subject: str
     turn: int
     agent: Any
+    anchor: str
 
 
-HOOK_RUN = Waterfall["HookOutput | None", HookCall]("hooks/run")
-"""Before a hook's command runs: a listener returning an outcome serves it instead (a replay serves the recorded
-one under `hooks: recorded`); None: the command runs."""
+@dataclass(frozen=True)
+class ServedRun:
+    """A hook run served instead of run: the matcher of its group and its outcome."""
+
+    matcher: str | None
+    output: HookOutput
+
+
+HOOK_RUNS = Waterfall["list[ServedRun] | None", HookPoint]("hooks/runs")
+"""Before a point runs the hooks its files configure: a listener returning runs serves them instead (each logged as
+a run, its outcome applied); a replay under `hooks: recorded` serves the runs the recording logged at the same turn,
+point and anchor. None: the configured hooks run."""
 
 
 class HooksConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -153,61 +171,82 @@ class Hooks:
         return merged
 
     async def run_point(
-        self, dialect: str, point: str, subject: str, payload: dict[str, Any], *, agent: Any, turn: int
-    ) -> tuple[Merged, list[HookOutput]]:
-        """Run every hook of `dialect` at `point` whose matcher selects `subject`, in order, logging each; fold them."""
+        self,
+        dialect: str,
+        point: str,
+        subject: str,
+        payload: dict[str, Any],
+        *,
+        agent: Any,
+        turn: int,
+        anchor: str = "",
+    ) -> Merged:
+        """Run every hook of `dialect` at `point` whose matcher selects `subject`, in order, logging each; fold them.
+        A `hooks/runs` listener may serve the runs instead."""
         cwd = Path(agent.cwd) if agent is not None and agent.cwd is not None else Path.cwd()
+        served = await self._ctx.waterfall(
+            HOOK_RUNS, None, HookPoint(dialect, point, subject, turn, agent, anchor)
+        )
+        planned: list[tuple[str | None, CommandHook | HookOutput]]
+        if served is not None:
+            planned = [(run.matcher, run.output) for run in served]
+        else:
+            planned = [
+                (group.matcher, hook)
+                for group in self.groups(dialect, cwd).get(point, [])
+                if matches(group.matcher, subject)
+                for hook in group.hooks
+            ]
         outputs: list[HookOutput] = []
-        for group in self.groups(dialect, cwd).get(point, []):
-            if not matches(group.matcher, subject):
-                continue
-            for hook in group.hooks:
-                self._counters[dialect] += 1
-                handler = f"{dialect}:{point}:{self._counters[dialect]}"
-                await agent.append(
-                    HookInvoked(
-                        data=HookInvokedData(
-                            turn=turn, point=point, dialect=dialect, handler_id=handler, matcher=group.matcher
-                        )
+        for matcher, hook in planned:
+            self._counters[dialect] += 1
+            handler = f"{dialect}:{point}:{self._counters[dialect]}"
+            await agent.append(
+                HookInvoked(
+                    data=HookInvokedData(
+                        turn=turn, point=point, dialect=dialect, handler_id=handler, matcher=matcher
                     )
                 )
-                clock = agent.log.clock
-                started = clock.now_ms()
-                call = HookCall(dialect, point, handler, hook.command, payload, cwd, turn, agent)
-                output = await self._ctx.waterfall(HOOK_RUN, None, call)
-                if output is None:
-                    output = await self._run(call, hook.timeout_s)
+            )
+            clock = agent.log.clock
+            started = clock.now_ms()
+            if isinstance(hook, HookOutput):
+                output = hook
+            else:
+                output = await self._run(dialect, point, hook, payload, cwd)
                 if dialect == "codex" and point == "UserPromptSubmit":
                     plain = output.exit_code == 0 and output.stdout and not output.stdout.startswith("{")
                     if plain and output.additional_context is None:
                         output.additional_context = output.stdout
-                outputs.append(output)
-                decision = output.decision or ("stop" if output.continue_ is False else "pass")
-                await agent.append(
-                    HookResult(
-                        data=HookResultData(
-                            turn=turn,
-                            point=point,
-                            handler_id=handler,
-                            decision=decision,
-                            exit_code=output.exit_code,
-                            stderr_summary=summarize(output.stderr, self._config.stderr_summary_max_chars),
-                            duration_ms=float(clock.now_ms() - started),
-                        )
+            outputs.append(output)
+            decision = output.decision or ("stop" if output.continue_ is False else "pass")
+            await agent.append(
+                HookResult(
+                    data=HookResultData(
+                        turn=turn,
+                        point=point,
+                        handler_id=handler,
+                        decision=decision,
+                        exit_code=output.exit_code,
+                        stderr_summary=summarize(output.stderr, self._config.stderr_summary_max_chars),
+                        duration_ms=float(clock.now_ms() - started),
                     )
                 )
-        return merge(outputs), outputs
+            )
+        return merge(outputs)
 
-    async def _run(self, call: HookCall, timeout_s: float | None) -> HookOutput:
+    async def _run(
+        self, dialect: str, point: str, hook: CommandHook, payload: dict[str, Any], cwd: Path
+    ) -> HookOutput:
         env = self._environment.child_env(os.environ, self._policy)
-        if call.dialect == "claude-code":
-            env["CLAUDE_PROJECT_DIR"] = str(call.cwd)
-        stdin = json.dumps(call.payload, ensure_ascii=False) + ("\n" if call.dialect == "claude-code" else "")
-        limit = timeout_s if timeout_s is not None else self._config.timeout_ms / 1000
+        if dialect == "claude-code":
+            env["CLAUDE_PROJECT_DIR"] = str(cwd)
+        stdin = json.dumps(payload, ensure_ascii=False) + ("\n" if dialect == "claude-code" else "")
+        limit = hook.timeout_s if hook.timeout_s is not None else self._config.timeout_ms / 1000
         code, stdout, stderr = await run_command(
-            call.command, stdin=stdin.encode(), cwd=call.cwd, env=env, timeout_s=limit
+            hook.command, stdin=stdin.encode(), cwd=cwd, env=env, timeout_s=limit
         )
-        return parse_output(code, stdout, stderr, call.point)
+        return parse_output(code, stdout, stderr, point)
 
     # ------------------------------------------------------------------ payloads
 
@@ -259,8 +298,14 @@ class Hooks:
                 tool_input=tool_input,
                 tool_use_id=execution.call.call_id,
             )
-            merged, _ = await self.run_point(
-                dialect, "PreToolUse", execution.call.name, payload, agent=agent, turn=context.turn
+            merged = await self.run_point(
+                dialect,
+                "PreToolUse",
+                execution.call.name,
+                payload,
+                agent=agent,
+                turn=context.turn,
+                anchor=execution.call.call_id,
             )
             if merged.decision == "deny":
                 return Deny(merged.reason or "blocked by PreToolUse hook")
@@ -295,8 +340,14 @@ class Hooks:
                 tool_use_id=execution.call.call_id,
                 tool_response=result.text,
             )
-            merged, _ = await self.run_point(
-                dialect, "PostToolUse", execution.call.name, payload, agent=agent, turn=context.turn
+            merged = await self.run_point(
+                dialect,
+                "PostToolUse",
+                execution.call.name,
+                payload,
+                agent=agent,
+                turn=context.turn,
+                anchor=execution.call.call_id,
             )
             if merged.contexts:
                 added.append(AddedContext(merged.contexts, _PLUGIN_NAME[dialect]))
@@ -319,7 +370,7 @@ class Hooks:
         source: PluginSource | None = None
         for dialect in DIALECTS:
             payload = self.payload(dialect, "UserPromptSubmit", submit.agent, submit.turn, prompt=submit.text)
-            merged, _ = await self.run_point(
+            merged = await self.run_point(
                 dialect, "UserPromptSubmit", "", payload, agent=submit.agent, turn=submit.turn
             )
             if merged.decision == "deny":
@@ -338,8 +389,14 @@ class Hooks:
             if dialect == "codex":
                 extra["last_assistant_message"] = None
             payload = self.payload(dialect, "Stop", stopping.agent, stopping.turn, **extra)
-            merged, _ = await self.run_point(
-                dialect, "Stop", "", payload, agent=stopping.agent, turn=stopping.turn
+            merged = await self.run_point(
+                dialect,
+                "Stop",
+                "",
+                payload,
+                agent=stopping.agent,
+                turn=stopping.turn,
+                anchor=str(stopping.step),
             )
             if merged.decision == "deny":
                 await stopping.agent.queue(

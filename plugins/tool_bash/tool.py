@@ -4,6 +4,7 @@ text with its markers, the plugin and its config (timeouts, output cap, the envi
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import signal
 from pathlib import Path
@@ -217,9 +218,13 @@ class _Sandboxes:
             return cast(Policy, requested)
         return mode
 
-    def of(self, mode: Policy) -> Sandbox | None:
-        if mode not in self._made:
-            self._made[mode] = Sandbox.check(mode, network=self._config.sandbox_network, plugin=self._plugin)
+    async def of(self, mode: Policy) -> Sandbox | None:
+        if mode not in self._made:  # the check runs bubblewrap once: off the event loop
+            self._made[mode] = await anyio.to_thread.run_sync(
+                functools.partial(
+                    Sandbox.check, mode, network=self._config.sandbox_network, plugin=self._plugin
+                )
+            )
         return self._made[mode]
 
     def escalation(self, arguments: dict[str, Any], context: ToolContext) -> str | None:
@@ -243,7 +248,7 @@ def _make_tool(
     env_policy = config.env.policy()
 
     async def background(arguments: dict[str, Any], context: ToolContext, workdir: Path) -> ToolResult:
-        sandbox = sandboxes.of(sandboxes.mode(context, arguments))
+        sandbox = await sandboxes.of(sandboxes.mode(context, arguments))
         if jobs is None:
             return ToolResult.error(
                 "INVALID_ARGUMENTS",
@@ -287,7 +292,7 @@ def _make_tool(
         if not await anyio.Path(workdir).is_dir():
             return _no_workdir(workdir)
         try:
-            sandbox = sandboxes.of(sandboxes.mode(context, arguments))
+            sandbox = await sandboxes.of(sandboxes.mode(context, arguments))
         except SandboxUnavailableError as error:
             return ToolResult.error("SANDBOX_UNAVAILABLE", str(error))
         outcome = await run_shell(
