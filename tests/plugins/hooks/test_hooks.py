@@ -120,7 +120,8 @@ async def test_user_prompt_submit_blocks_the_turn_or_adds_context(tmp_path: Path
         {"UserPromptSubmit": command_hook("echo 'today is Friday'", matcher=None)},
         name="codex-hooks.json",
     )
-    events, _ = await run_turn(tmp_path, again, [text("ok")])
+    (tmp_path / "store2").mkdir()
+    events, _ = await run_turn(tmp_path / "store2", again, [text("ok")])
     texts = [m["content"][0]["text"] for m in data_of(events, "user/message")]
     # plain stdout is context in Codex's dialect, entering right after the prompt
     assert texts[:2] == ["go", "today is Friday"]
