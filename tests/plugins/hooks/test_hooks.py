@@ -155,7 +155,9 @@ async def test_a_hook_that_misbehaves_is_a_logged_result_and_the_call_goes_on(
     tmp_path: Path, command: str, exit_code: int | None, stderr: str | None
 ) -> None:
     workspace = ws(tmp_path)
-    write_hooks(workspace, {"PreToolUse": command_hook(command, timeout=0.3)})
+    # only the hanging one may reach its timeout (the others get a minute: the machine may be busy)
+    timeout = 0.3 if command.startswith("sleep") else 60
+    write_hooks(workspace, {"PreToolUse": command_hook(command, timeout=timeout)})
     events, outcome = await run_turn(tmp_path, workspace, [bash_call("touch marker"), text("ok")])
     assert outcome.kind == "completed"
     assert (workspace / "marker").exists()
