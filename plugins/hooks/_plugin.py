@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 import msgspec
 
 from dsh.runtime.agent import (
@@ -148,6 +149,9 @@ class Hooks:
         self._environment = environment
         self._policy = EnvPolicy(allow=config.env_allow, deny=config.env_deny)
         self._counters = dict.fromkeys(DIALECTS, 0)
+        # one point's hooks at a time per agent: parallel calls run their hooks in call order (the order their
+        # tasks reach the lock), so the log, and a re-run's, has them in one order
+        self._locks: dict[str, anyio.Lock] = {}
 
     def groups(self, dialect: str, cwd: Path) -> dict[str, list[MatcherGroup]]:
         """The dialect's groups per point from every file found (user level first, then the workspace's)."""
@@ -183,6 +187,23 @@ class Hooks:
     ) -> Merged:
         """Run every hook of `dialect` at `point` whose matcher selects `subject`, in order, logging each; fold them.
         A `hooks/runs` listener may serve the runs instead."""
+        lock = self._locks.setdefault(agent.id, anyio.Lock())
+        async with lock:
+            return await self._run_point(
+                dialect, point, subject, payload, agent=agent, turn=turn, anchor=anchor
+            )
+
+    async def _run_point(
+        self,
+        dialect: str,
+        point: str,
+        subject: str,
+        payload: dict[str, Any],
+        *,
+        agent: Any,
+        turn: int,
+        anchor: str,
+    ) -> Merged:
         cwd = Path(agent.cwd) if agent is not None and agent.cwd is not None else Path.cwd()
         served = await self._ctx.waterfall(
             HOOK_RUNS, None, HookPoint(dialect, point, subject, turn, agent, anchor)
