@@ -1,6 +1,9 @@
 """The `interaction` plugin: approval policies, permission presets, sandbox modes and the slash commands that set
 them; every approval asked and decided is in the session log."""
 
+from ._ask_user import ASK_USER_QUESTION as ASK_USER_QUESTION
+from ._ask_user import NO_ONE_TO_ASK as NO_ONE_TO_ASK
+from ._ask_user import ask_user_tool as ask_user_tool
 from ._plugin import InteractionConfig as InteractionConfig
 from ._plugin import plugin as plugin
 from ._policy import APPROVAL_CONTEXT as APPROVAL_CONTEXT
@@ -19,8 +22,10 @@ from ._service import Interaction as Interaction
 
 __all__ = [
     "APPROVAL_CONTEXT",
+    "ASK_USER_QUESTION",
     "COMMANDS",
     "INTERACTION",
+    "NO_ONE_TO_ASK",
     "POLICIES",
     "PRESETS",
     "SANDBOX_MODES",
@@ -29,6 +34,7 @@ __all__ = [
     "InteractionConfig",
     "Knobs",
     "Preset",
+    "ask_user_tool",
     "fold_knobs",
     "plugin",
     "policy_text",

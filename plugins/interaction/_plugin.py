@@ -10,8 +10,9 @@ import msgspec
 from dsh.runtime.agent import SLASH_COMMAND, CommandReply, SlashCommand
 from dsh.runtime.kernel import Context, Plugin
 from dsh.runtime.prompt import SYSTEM_PROMPT, AssembleContext, PromptContext
-from dsh.runtime.tools import APPROVER
+from dsh.runtime.tools import APPROVER, TOOLS
 
+from ._ask_user import ask_user_tool
 from ._policy import APPROVAL_CONTEXT, POLICIES, policy_text
 from ._service import COMMANDS, INTERACTION, Interaction
 
@@ -19,9 +20,11 @@ __all__ = ["InteractionConfig", "plugin"]
 
 
 class InteractionConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """`policy`: the approval policy of a session whose log sets none (`ask`, `never`, `auto-allow`)."""
+    """`policy`: the approval policy of a session whose log sets none (`ask`, `never`, `auto-allow`).
+    `ask_user_question`: whether the model gets the `ask_user_question` tool (needs `tools`)."""
 
     policy: str = "ask"
+    ask_user_question: bool = False
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:
@@ -41,6 +44,8 @@ def _apply(ctx: Context, config: InteractionConfig) -> None:
         return CommandReply(outcome.kind, outcome.text)
 
     ctx.on(SLASH_COMMAND, command)
+    if config.ask_user_question:
+        ctx.get(TOOLS).register(ask_user_tool())
     if ctx.has(SYSTEM_PROMPT):
 
         def stated(context: AssembleContext) -> str:

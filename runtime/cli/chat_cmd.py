@@ -60,9 +60,9 @@ from dsh.runtime.llm import TextBlock, UserSource
 from dsh.runtime.prompt import SYSTEM_PROMPT, render_prompt
 from dsh.runtime.session import UserMessage as UserMessageEvent
 from dsh.runtime.session import is_postgres_url
-from dsh.runtime.tools import ASK
+from dsh.runtime.tools import ASK, QUESTION
 
-from ._approval import terminal_answerer
+from ._approval import terminal_answerer, terminal_questioner
 from .sessions_cmd import sessions_table
 
 __all__ = ["COMMANDS", "EditingReader", "Interrupts", "LineReader", "Reader", "chat", "history_path"]
@@ -224,6 +224,7 @@ class _Chat:
         self.reading_ahead = False  # `_queue` reads the lines typed while the turn runs
         self._answers_in, self._answers = anyio.create_memory_object_stream[str](16)
         host.ctx.on(ASK, terminal_answerer(out, self._answer_line))
+        host.ctx.on(QUESTION, terminal_questioner(out, self._answer_line))
 
     async def _answer_line(self) -> str | None:
         """The next line typed, as the answer to an approval: taken from `_queue` while it reads ahead, else read."""

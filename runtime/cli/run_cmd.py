@@ -26,9 +26,9 @@ from dsh.runtime.host import (
     StoreOption,
     open_host,
 )
-from dsh.runtime.tools import ASK
+from dsh.runtime.tools import ASK, QUESTION
 
-from ._approval import terminal_answerer
+from ._approval import terminal_answerer, terminal_questioner
 from .chat_cmd import LineReader
 
 __all__ = ["run"]
@@ -51,7 +51,9 @@ async def _run(
     with open_host(config, store, replay=replay, session=session, provider=provider) as host:
         fd = sys.stdin.fileno()
         reader = LineReader(fd) if os.isatty(fd) else None
-        host.ctx.on(ASK, terminal_answerer(err, reader.readline if reader is not None else None))
+        read = reader.readline if reader is not None else None
+        host.ctx.on(ASK, terminal_answerer(err, read))
+        host.ctx.on(QUESTION, terminal_questioner(err, read))
         opened = host.open_agent(session, model=model, provider=provider, cwd=cwd, out=out)
         async with opened as agent:
             if approval is not None:

@@ -1,6 +1,7 @@
 """The seams a person, a policy or the project's hooks stand on between the model and a tool call: before a call runs
 (`tools/pre-execute`: allow, deny with a reason, or ask for approval), the approval itself (the `approval` service a
-plugin provides: dsh.plugins.interaction), and after it ran (`tools/post-execute`: the result, replaced or with
+plugin provides: dsh.plugins.interaction; the question put to a person: `approval/ask`), a tool's questions for a
+person (`interaction/question`), and after it ran (`tools/post-execute`: the result, replaced or with
 context added for the model's next step). The pipeline in `registry` drives them; the wording the model gets for a
 denial or a rejection is the original's, and lives here once."""
 
@@ -20,14 +21,19 @@ __all__ = [
     "DENIED",
     "POST_EXECUTE",
     "PRE_EXECUTE",
+    "QUESTION",
     "REJECTED",
     "Allow",
+    "Answer",
     "Approval",
     "ApprovalRequest",
     "Approver",
     "Ask",
+    "Choice",
     "Deny",
     "PreDecision",
+    "Question",
+    "Questions",
     "ToolExecution",
     "denial_text",
     "rejection_text",
@@ -137,3 +143,45 @@ def rejection_text(tool: str, approval: Approval) -> str:
     if approval.outcome == "cancelled":
         return f'Error: approval for tool "{tool}" was cancelled'
     return f'Error: tool "{tool}" requires approval, but no approval channel is available'
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One option a question offers: its label, and what choosing it means."""
+
+    label: str
+    description: str | None = None
+
+
+@dataclass(frozen=True)
+class Question:
+    """One question for a person: a stable `id` echoed in the answer, the text, an optional short header, the
+    options (none: free text only), and whether several may be chosen."""
+
+    id: str
+    question: str
+    header: str | None = None
+    options: tuple[Choice, ...] = ()
+    multi_select: bool = False
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A person's answer to question `id`: the labels chosen, and what they typed instead, if anything."""
+
+    id: str
+    selected: tuple[str, ...] = ()
+    custom: str | None = None
+
+
+@dataclass(frozen=True)
+class Questions:
+    """Questions a tool call (`ask_user_question`) puts to a person, where the call runs."""
+
+    questions: tuple[Question, ...]
+    context: ToolContext
+
+
+QUESTION = Waterfall["tuple[Answer, ...] | None", Questions]("interaction/question")
+"""The questions of an `ask_user_question` call: each surface that can ask a person returns the answers, or calls
+next; None from the whole chain: no one could be asked."""
