@@ -501,7 +501,7 @@ class HookResultData(_Wire, frozen=True, kw_only=True):
     decision: str
     exit_code: int | None = None
     stderr_summary: str | None = None
-    duration_ms: float = 0.0
+    duration_ms: float
 
 
 # ---------------------------------------------------------------- typed events (envelope + data)
