@@ -222,6 +222,7 @@ class RecordedInbox:
         *,
         sender: str | None,
         key: str | None = None,
+        inline: bool = False,
     ) -> None:
         session = self._session(agent)
         if session is None:
@@ -269,12 +270,13 @@ class RecordedInbox:
         index = session.slots.index(slot)
         while not slot.spliced:
             if (
-                _idle(session.positions.current)
+                (inline or _idle(session.positions.current))
                 and session.positions.current == slot.delivery.position
                 and all(s.spliced for s in session.slots[:index])
             ):
                 # the agent is between turns: nothing of its own is logged until its next turn starts (which
-                # waits for this input), so the input enters now, in recorded order
+                # waits for this input), so the input enters now, in recorded order; or its own turn queued it
+                # (inline: a hook's context) where the recording has it, and waiting would wait on itself
                 await slot.enter(session)
                 continue
             await session.changed.wait()

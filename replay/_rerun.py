@@ -21,6 +21,7 @@ import anyio
 import msgspec
 from rich.console import Console
 
+from dsh.plugins.interaction import INTERACTION
 from dsh.runtime.agent import AGENTS, EVENT, INBOX_GATE, Agent, AgentEvent, AgentOptions
 from dsh.runtime.host import TerminalView, hosted
 from dsh.runtime.kernel import Context, Deployment
@@ -39,6 +40,7 @@ from dsh.runtime.session import (
 )
 
 from ._errors import ReplayMismatch, ScriptError
+from ._hitl import RecordedCommand, recorded_commands
 from ._inbox import RecordedInbox
 from ._inputs import Action, Leave, Resume, Run, Steer, Woken, plan_of_doc, plan_of_log, plan_of_turns
 from ._placeholders import CWD_PLACEHOLDER
@@ -207,7 +209,8 @@ async def _drive(
             plan = plan_of_log(log, resumes) or plan_of_turns(log, resumes)
         if plan is None:
             plan = plan_of_doc(scenario, resumes)
-        await _run_plan(ctx, plan, options, scenario, workspace, recording)
+        commands = recorded_commands(read_log(scenario.log)) if recording is not None else []
+        await _run_plan(ctx, plan, options, scenario, workspace, recording, commands)
         bindings: dict[str | None, str] = {}
         if ctx.has(REPLAY):
             adapter = ctx.get(REPLAY)
@@ -228,9 +231,11 @@ async def _run_plan(
     scenario: Scenario,
     workspace: Path,
     recording: Recording | None,
+    commands: Sequence[RecordedCommand] = (),
 ) -> None:
     """Feed the primary agent its plan (see `dsh.replay._inputs`): turns run or awaited, steering queued (a scenario's
-    at its step; a recording's through the inbox gate, which admits it where it was logged), resumes."""
+    at its step; a recording's through the inbox gate, which admits it where it was logged), resumes, and the slash
+    commands the recording ran between turns, each before the turn it preceded."""
     agents = ctx.get(AGENTS)
     problems: list[ReplayMismatch] = []
     timed: dict[tuple[int, int], list[tuple[UserBlock, ...]]] = {}
@@ -271,7 +276,15 @@ async def _run_plan(
             return agent, group
 
         agent, steering = await open_agent(None)
+
+        async def run_commands(before: int | None) -> None:
+            for command in commands:
+                if command.before == before:
+                    await _run_command(ctx, agent, command, scenario)
+
         for action in plan:
+            if isinstance(action, Run | Woken):
+                await run_commands(action.turn)
             if isinstance(action, Resume):
                 steering.cancel_scope.cancel()
                 session = agent.id
@@ -295,9 +308,21 @@ async def _run_plan(
                     )
             else:
                 await _run_turn(agent, action, workspace, recording)
+        await run_commands(None)
         steering.cancel_scope.cancel()
     if problems:
         raise problems[0]
+
+
+async def _run_command(ctx: Context, agent: Agent, command: RecordedCommand, scenario: Scenario) -> None:
+    """Run a recorded slash command again through the interaction service (the deployment must load it)."""
+    if not ctx.has(INTERACTION):
+        raise ScriptError(
+            f"the recording runs /{command.name}, a command of the interaction plugin, which the deployment does not "
+            "load; add `use: interaction` to it",
+            place=str(scenario.log),
+        )
+    await ctx.get(INTERACTION).command(agent, command.name, command.args)
 
 
 async def _run_turn(agent: Agent, action: Run, workspace: Path, recording: Recording | None) -> None:

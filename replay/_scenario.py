@@ -15,6 +15,7 @@ from dsh.runtime.kernel import Deployment, PluginEntry, decode_plugin_config, lo
 
 from ._authored import ScriptedConfig, scripted_plugin
 from ._errors import ScriptError
+from ._hitl import HookMode
 from ._layout import SCENARIO_FILE
 from ._plugin import DEFAULT_PROVIDER, ReplayConfig
 from ._plugin import plugin as replay_plugin
@@ -65,7 +66,8 @@ class ScenarioDoc(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     agent is closed and left unclaimed (a crash), which the resumed agent's inbox starts turn N with; `inputs` then
     has no entry for turn N. `woken_turns`: turns no user input opens, which the agent's inbox starts (a background
     child's settlement notice); `inputs` has no entry for them either. A re-run of a recording that logged its
-    inbox feeds the input as the log has it."""
+    inbox feeds the input as the log has it. `hooks`: `live` (the workspace's hooks run, the default) or `recorded`
+    (each hook run is served the recorded outcome); approvals are always decided by the recording."""
 
     description: str = ""
     deployment: str | None = None
@@ -78,6 +80,7 @@ class ScenarioDoc(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     steer: list[SteerDoc] = msgspec.field(default_factory=list)
     left_queued: dict[int, str] = msgspec.field(default_factory=dict)
     woken_turns: list[int] = msgspec.field(default_factory=list)
+    hooks: HookMode = "live"
 
 
 @dataclass(frozen=True)
@@ -225,7 +228,7 @@ def replay_deployment(scenario: Scenario, *, pace_ms: float = 0.0) -> Deployment
         "replay",
         "replay",
         replay_plugin,
-        ReplayConfig(log=str(source), pace_ms=pace_ms, tools=scenario.doc.tools),
+        ReplayConfig(log=str(source), pace_ms=pace_ms, tools=scenario.doc.tools, hooks=scenario.doc.hooks),
         None,
     )
     entries: list[PluginEntry] = []

@@ -10,12 +10,13 @@ from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 from acp import PROTOCOL_VERSION, Client, RequestError
 from acp.schema import (
     AgentCapabilities,
+    AllowedOutcome,
     AudioContentBlock,
     CloseSessionResponse,
     EmbeddedResourceContentBlock,
@@ -26,6 +27,7 @@ from acp.schema import (
     ListSessionsResponse,
     LoadSessionResponse,
     NewSessionResponse,
+    PermissionOption,
     PromptCapabilities,
     PromptResponse,
     ResourceContentBlock,
@@ -36,17 +38,29 @@ from acp.schema import (
     SessionInfo,
     SessionListCapabilities,
     SessionResumeCapabilities,
+    SetSessionModeResponse,
     StopReason,
     TextContentBlock,
     TextResourceContents,
+    ToolCallUpdate,
 )
 from anyio.abc import TaskGroup, TaskStatus
 
-from dsh.runtime.agent import AGENTS, EVENT, Agent, AgentEvent, TurnOutcome, last_turn_end
+from dsh.runtime.agent import (
+    AGENTS,
+    EVENT,
+    SLASH_COMMAND,
+    Agent,
+    AgentEvent,
+    SlashCommand,
+    TurnOutcome,
+    last_turn_end,
+)
 from dsh.runtime.host import Host
 from dsh.runtime.kernel import Disposer
 from dsh.runtime.llm import TextBlock, UserBlock
 from dsh.runtime.session import SessionInUseError, SessionNotFoundError
+from dsh.runtime.tools import ASK, Approval, ApprovalRequest
 
 from ._updates import SessionUpdate, SessionUpdates
 
@@ -135,6 +149,16 @@ def _user_blocks(prompt: Sequence[ContentBlock]) -> tuple[UserBlock, ...]:
     return tuple(blocks)
 
 
+_Kind = Literal["allow_once", "allow_always", "reject_once", "reject_always"]
+_ANSWERS: tuple[tuple[str, str, _Kind, str], ...] = (
+    ("allow-once", "Allow once", "allow_once", "allowed-once"),
+    ("allow-always", "Allow always", "allow_always", "allowed-always"),
+    ("reject-once", "Reject", "reject_once", "rejected"),
+)
+"""The permission options offered (id, name, the protocol's kind) and the approval outcome each means."""
+_OPTIONS = tuple((option, name, kind) for option, name, kind, _ in _ANSWERS)
+
+
 class AcpServer:
     """The ACP agent side of one connection over `host`'s agents. `group` holds the open sessions; `client` is the
     connection to the client (set before the first request is read)."""
@@ -148,6 +172,7 @@ class AcpServer:
         self.sessions: dict[str, _Session] = {}
         self.initialized = False
         self._off: Disposer = host.ctx.on(EVENT, self._on_event)
+        self._off_ask: Disposer = host.ctx.on(ASK, self._ask)
 
     def on_connect(self, conn: Client) -> None:
         self.client = conn
@@ -155,6 +180,7 @@ class AcpServer:
     def close(self) -> None:
         """Stop streaming, and let every open session's holder close it (flushing its log) once its turn ends."""
         self._off()
+        self._off_ask()
         for session in self.sessions.values():
             session.closed.set()
 
@@ -235,6 +261,52 @@ class AcpServer:
             return  # not a session of this connection (a subagent, say)
         for update in session.live.updates(event.event):
             await self._send(session.agent.id, update)
+
+    async def _ask(self, value: Approval | None, request: ApprovalRequest, next_: Any) -> Approval | None:
+        """An approval a session of this connection needs: `session/request_permission` to the client, with the
+        protocol's options (allow once, allow always, reject once); the client's choice is the answer, a cancelled
+        request `cancelled`. A call of another session (a subagent's) goes on down the chain."""
+        agent = request.context.agent
+        session = self.sessions.get(agent.id) if agent is not None else None
+        if session is None or self.client is None:
+            return await next_(value)  # type: ignore[no-any-return]
+        title = f"{request.tool}: {request.reason}" if request.reason else request.tool
+        response = await self.client.request_permission(
+            session_id=session.agent.id,
+            tool_call=ToolCallUpdate(tool_call_id=request.call_id, title=title, status="pending"),
+            options=[
+                PermissionOption(option_id=option, name=name, kind=kind) for option, name, kind in _OPTIONS
+            ],
+        )
+        outcome = response.outcome
+        if not isinstance(outcome, AllowedOutcome):
+            return Approval("cancelled")
+        chosen = {option: answer for option, _, _, answer in _ANSWERS}.get(outcome.option_id)
+        if chosen is None:
+            raise RequestError(
+                INVALID_PARAMS,
+                f'unknown permission option "{outcome.option_id}"; offered: {", ".join(o for o, _, _ in _OPTIONS)}',
+                {"optionId": outcome.option_id},
+            )
+        return Approval(chosen)  # type: ignore[arg-type]  # one of the outcomes in _ANSWERS
+
+    async def set_session_mode(self, session_id: str, mode_id: str, **_: Any) -> SetSessionModeResponse:
+        """A mode is a permission preset (`read-only`, `workspace-write`, `danger-full-access`): switched as
+        `/permission MODE` is, and logged so (`command/run`, `permission/preset`, ..., `command/done`)."""
+        self._ready()
+        session = self._session(session_id)
+        async with session.busy:
+            reply = await self.host.ctx.waterfall(
+                SLASH_COMMAND, None, SlashCommand(session.agent, "permission", f" {mode_id}")
+            )
+        if reply is None:
+            raise RequestError(
+                INVALID_REQUEST,
+                "session modes are permission presets, and this deployment loads no interaction plugin",
+            )
+        if reply.kind != "success":
+            raise RequestError(INVALID_PARAMS, reply.text, {"modeId": mode_id})
+        return SetSessionModeResponse()
 
     # ------------------------------------------------------------------ sessions
 

@@ -3,6 +3,8 @@ text with its markers, the plugin and its config (timeouts, output cap, the envi
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import os
 import signal
 from pathlib import Path
@@ -13,10 +15,11 @@ import msgspec
 
 from dsh.runtime.jobs import JobEnd, JobIO, JobService, background_jobs
 from dsh.runtime.kernel import Context, Plugin
-from dsh.runtime.prompt import SYSTEM_PROMPT, PromptContext, PromptSection
+from dsh.runtime.prompt import SYSTEM_PROMPT, AssembleContext, PromptContext, PromptSection
+from dsh.runtime.session import SandboxMode, SessionLog
 from dsh.runtime.tools import TOOL_ENV, TOOLS, EnvPolicy, Tool, ToolContext, ToolEnvironment, ToolResult
 
-from .sandbox import POLICIES, Policy, Sandbox, policy_text
+from .sandbox import POLICIES, Policy, Sandbox, SandboxUnavailableError, policy_text
 from .shell import ShellOutcome, TailBuffer, run_background, run_shell
 
 __all__ = ["DESCRIPTION", "SANDBOX_CONTEXT", "SECTION", "BashConfig", "EnvConfig", "format_outcome", "plugin"]
@@ -37,6 +40,26 @@ BACKGROUND_DESCRIPTION = (
     "output with `job_output` and stop it with `job_kill`."
 )
 """What DESCRIPTION adds when `run_in_background` is enabled."""
+
+ESCALATION_DESCRIPTION = (
+    " When the sandbox denied a command, you may retry that exact command once with `sandbox_permissions` (the "
+    "narrowest wider sandbox mode that suffices) and a one-sentence `justification`; the user is asked to approve it."
+)
+"""What DESCRIPTION adds when escalation is enabled."""
+
+ESCALATION_PARAMETERS: dict[str, Any] = {
+    "sandbox_permissions": {
+        "type": "string",
+        "enum": ["read-only", "workspace-write", "danger-full-access"],
+        "description": "Only as a one-shot retry of a command the sandbox just denied: the narrowest wider sandbox "
+        "mode that would let it through. Requires justification; the user is asked to approve it once.",
+    },
+    "justification": {
+        "type": "string",
+        "description": "One-sentence reason for the escalated retry. Required whenever sandbox_permissions is set.",
+    },
+}
+"""The original's escalation parameters (declared when escalation is enabled)."""
 
 BACKGROUND_PARAMETER: dict[str, Any] = {
     "type": "boolean",
@@ -96,8 +119,10 @@ class EnvConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 class BashConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """`timeout_ms`: the default per call; `max_timeout_ms`: the cap on `timeoutMs`; `output_cap_bytes`: the
     tail kept of each stream; `env`: the environment policy's additions; `sandbox`: the file policy each command
-    runs under; `sandbox_network`: whether a sandboxed command may use the network; `run_in_background`: whether
-    a call may run its command as a background job (needs `dsh.runtime.jobs`)."""
+    runs under (a session's `sandbox/mode` events override it); `sandbox_network`: whether a sandboxed command may use
+    the network; `run_in_background`: whether a call may run its command as a background job (needs
+    `dsh.runtime.jobs`); `escalation`: whether a call may ask, through an approval, to run under a wider sandbox mode
+    (`sandbox_permissions` + `justification`, the original's parameters)."""
 
     timeout_ms: int = 120_000
     max_timeout_ms: int = 600_000
@@ -106,6 +131,7 @@ class BashConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     sandbox: str = "danger-full-access"
     sandbox_network: bool = False
     run_in_background: bool = False
+    escalation: bool = False
 
     @property
     def policy(self) -> Policy:
@@ -157,12 +183,72 @@ def _no_workdir(workdir: Path) -> ToolResult:
     return ToolResult.error("WORKDIR_NOT_FOUND", f"workdir {workdir} does not exist or is not a directory")
 
 
+def session_mode(log: SessionLog | None) -> Policy | None:
+    """The sandbox mode the session's log last set (`sandbox/mode`), None when it set none."""
+    if log is None:
+        return None
+    mode = None
+    for event in log.store.events(log.info.id, types=("sandbox/mode",)):
+        view = event.view()
+        if isinstance(view, SandboxMode) and view.data.mode in POLICIES:
+            mode = view.data.mode
+    return mode
+
+
+def _wider(mode: Policy, than: Policy) -> bool:
+    return POLICIES.index(mode) < POLICIES.index(than)  # POLICIES is widest first
+
+
+class _Sandboxes:
+    """The sandbox of each mode, checked the first time a session runs under it (no silent fallback: a mode whose
+    sandbox cannot be had here is an error result, never an unconfined command)."""
+
+    def __init__(self, config: BashConfig, plugin: str, configured: Sandbox | None) -> None:
+        self._config = config
+        self._plugin = plugin
+        self._made: dict[Policy, Sandbox | None] = {"danger-full-access": None}
+        if configured is not None:
+            self._made[configured.policy] = configured
+
+    def mode(self, context: ToolContext, arguments: dict[str, Any] | None = None) -> Policy:
+        """The mode a call runs under: the session's, else the config's; an approved escalation's when wider."""
+        mode = session_mode(context.log) or self._config.policy
+        requested = (arguments or {}).get("sandbox_permissions")
+        if context.approved and requested in POLICIES and _wider(cast(Policy, requested), mode):
+            return cast(Policy, requested)
+        return mode
+
+    async def of(self, mode: Policy) -> Sandbox | None:
+        if mode not in self._made:  # the check runs bubblewrap once: off the event loop
+            self._made[mode] = await anyio.to_thread.run_sync(
+                functools.partial(
+                    Sandbox.check, mode, network=self._config.sandbox_network, plugin=self._plugin
+                )
+            )
+        return self._made[mode]
+
+    def escalation(self, arguments: dict[str, Any], context: ToolContext) -> str | None:
+        """The approval reason of a call asking for a wider mode than its session's (None: it asks for none)."""
+        requested = arguments.get("sandbox_permissions")
+        if requested not in POLICIES:
+            return None
+        if not _wider(cast(Policy, requested), self.mode(dataclasses.replace(context, approved=False))):
+            return None
+        justification = arguments.get("justification")
+        reason = f"escalate sandbox to {requested}"
+        return f"{reason}: {justification}" if isinstance(justification, str) and justification else reason
+
+
 def _make_tool(
-    config: BashConfig, environment: ToolEnvironment, sandbox: Sandbox | None, jobs: JobService | None
+    config: BashConfig,
+    environment: ToolEnvironment,
+    sandboxes: _Sandboxes,
+    jobs: JobService | None,
 ) -> Tool:
     env_policy = config.env.policy()
 
     async def background(arguments: dict[str, Any], context: ToolContext, workdir: Path) -> ToolResult:
+        sandbox = await sandboxes.of(sandboxes.mode(context, arguments))
         if jobs is None:
             return ToolResult.error(
                 "INVALID_ARGUMENTS",
@@ -205,6 +291,10 @@ def _make_tool(
             return await background(arguments, context, workdir)
         if not await anyio.Path(workdir).is_dir():
             return _no_workdir(workdir)
+        try:
+            sandbox = await sandboxes.of(sandboxes.mode(context, arguments))
+        except SandboxUnavailableError as error:
+            return ToolResult.error("SANDBOX_UNAVAILABLE", str(error))
         outcome = await run_shell(
             arguments["command"],
             cwd=workdir,
@@ -219,14 +309,19 @@ def _make_tool(
             meta={"exitCode": outcome.returncode, "timedOut": outcome.timed_out},
         )
 
-    if jobs is None:
-        return Tool(name="bash", description=DESCRIPTION, parameters=PARAMETERS, execute=execute)
-    parameters = {
-        **PARAMETERS,
-        "properties": {**PARAMETERS["properties"], "run_in_background": BACKGROUND_PARAMETER},
-    }
+    description, properties = DESCRIPTION, dict(PARAMETERS["properties"])
+    if jobs is not None:
+        description += BACKGROUND_DESCRIPTION
+        properties["run_in_background"] = BACKGROUND_PARAMETER
+    if config.escalation:
+        description += ESCALATION_DESCRIPTION
+        properties.update(ESCALATION_PARAMETERS)
     return Tool(
-        name="bash", description=DESCRIPTION + BACKGROUND_DESCRIPTION, parameters=parameters, execute=execute
+        name="bash",
+        description=description,
+        parameters={**PARAMETERS, "properties": properties},
+        execute=execute,
+        approval=sandboxes.escalation if config.escalation else None,
     )
 
 
@@ -237,13 +332,17 @@ def _apply(ctx: Context, config: BashConfig) -> None:
         # commands unconfined.
         sandbox = Sandbox.check(config.policy, network=config.sandbox_network, plugin=ctx.plugin_id)
     jobs = background_jobs(ctx, tool="bash") if config.run_in_background else None
-    ctx.get(TOOLS).register(_make_tool(config, ctx.get(TOOL_ENV), sandbox, jobs))
+    sandboxes = _Sandboxes(config, ctx.plugin_id, sandbox)
+    ctx.get(TOOLS).register(_make_tool(config, ctx.get(TOOL_ENV), sandboxes, jobs))
     prompt = ctx.get(SYSTEM_PROMPT)
     prompt.section(SECTION)
-    if sandbox is not None:
-        prompt.context(
-            PromptContext(SANDBOX_CONTEXT, 110, policy_text(sandbox.policy, network=sandbox.network))
-        )
+
+    def stated(context: AssembleContext) -> str:
+        # a session's own mode (`sandbox/mode`) wins over the config's; full access is not stated
+        mode = session_mode(getattr(context.agent, "log", None)) or config.policy
+        return "" if mode == "danger-full-access" else policy_text(mode, network=config.sandbox_network)
+
+    prompt.context(PromptContext(SANDBOX_CONTEXT, 110, stated))
 
 
 plugin = Plugin(

@@ -195,6 +195,7 @@ class Agent:
         sender: str | None = None,
         before: Event | None = None,
         key: str | None = None,
+        inline: bool = False,
     ) -> UserMessage:
         """Queue one user-role message for this agent and return it. `next-turn` starts the next turn (when the
         agent is idle and `wake` is set, `serve` starts it at once); `next-step` is steering: it enters the running
@@ -204,7 +205,8 @@ class Agent:
         session id of the agent that sent it, if an agent did (the gate pairs it with its recording). The splice is
         logged when the inbox gate admits the input: at once, except in a replay; `before`, an event the input reports on
         (a background job's outcome), is appended just before it, so the fact lands in the log where the input does;
-        `key` names its origin among inputs of its kind (a job's id: the gate pairs it with its recording)."""
+        `key` names its origin among inputs of its kind (a job's id: the gate pairs it with its recording); `inline` says
+        this agent's own running turn queues it (see `InboxGate.deliver`)."""
         blocks: tuple[UserBlock, ...] = (TextBlock(content),) if isinstance(content, str) else tuple(content)
         said = source or UserSource()
         queued: list[UserMessage] = []
@@ -226,7 +228,7 @@ class Agent:
             await self.append(InboxSpliced(data=data), written=written)
             queued.append(message)
 
-        await self.gate.deliver(self, target, said, splice, sender=sender, key=key)
+        await self.gate.deliver(self, target, said, splice, sender=sender, key=key, inline=inline)
         if not queued:
             raise RuntimeError(f"the inbox gate of {self!r} returned without admitting the input")
         if wake and admitted[0] == "next-turn":

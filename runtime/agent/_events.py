@@ -1,5 +1,6 @@
 """The agent loop's events, declared once here with their payloads: `agent/pre-step`, `agent/request`,
-`agent/request-error`, `agent/error` and `agent/event` (every event an agent appends, for clients)."""
+`agent/request-error`, `agent/error`, `agent/event` (every event an agent appends, for clients), `agent/prompt-submit`
+(a user's prompt entering a turn) and `agent/turn-stopping` (a turn about to end)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from dsh.runtime.kernel import Emit, Waterfall
-from dsh.runtime.llm import CallConfig, LlmFailure, Message, ToolSpec
+from dsh.runtime.llm import CallConfig, LlmFailure, Message, PluginSource, ToolSpec
 from dsh.runtime.session import StoredEvent
 
 if TYPE_CHECKING:
@@ -17,6 +18,16 @@ __all__ = [
     "ERROR",
     "EVENT",
     "PRE_STEP",
+    "PROMPT_SUBMIT",
+    "SLASH_COMMAND",
+    "CommandReply",
+    "SlashCommand",
+    "TURN_STOPPING",
+    "AddContext",
+    "BlockPrompt",
+    "PromptDecision",
+    "PromptSubmit",
+    "TurnStopping",
     "REQUEST",
     "REQUEST_ERROR",
     "AgentError",
@@ -141,3 +152,70 @@ class AgentEvent:
 
 EVENT = Emit[AgentEvent]("agent/event")
 """Every event an agent appends, in seq order: what terminal and ACP clients render. Listeners must be quick."""
+
+
+@dataclass(frozen=True)
+class PromptSubmit:
+    """A user's prompt entering turn `turn` (its text blocks joined)."""
+
+    agent: Agent
+    turn: int
+    text: str
+
+
+@dataclass(frozen=True)
+class AddContext:
+    """Let the prompt in, with `texts` added after it as one message from `source` (none: nothing added)."""
+
+    texts: tuple[str, ...] = ()
+    source: PluginSource | None = None
+
+
+@dataclass(frozen=True)
+class BlockPrompt:
+    """Keep the prompt out: the turn ends `blocked` with `reason` before any step runs."""
+
+    reason: str
+
+
+PromptDecision = AddContext | BlockPrompt
+
+PROMPT_SUBMIT = Waterfall[PromptDecision, PromptSubmit]("agent/prompt-submit")
+"""When a turn's first step takes in a user's prompt, before the step starts: the value starts `AddContext()`."""
+
+
+@dataclass(frozen=True)
+class TurnStopping:
+    """Turn `turn` is about to end after step `step` (the model called no tool). A listener that queues steering for
+    the agent (`agent.queue(..., target="next-step", inline=True)`) makes it run another step instead."""
+
+    agent: Agent
+    turn: int
+    step: int
+
+
+TURN_STOPPING = Emit[TurnStopping]("agent/turn-stopping")
+"""After the last step's `step/end`, before the turn decides to end (a Stop hook runs here)."""
+
+
+@dataclass(frozen=True)
+class SlashCommand:
+    """A slash command a person typed for `agent` between its turns: `/name` followed by `args` (the raw rest of
+    the line, as typed)."""
+
+    agent: Agent
+    name: str
+    args: str
+
+
+@dataclass(frozen=True)
+class CommandReply:
+    """How a slash command ended (`success` or `error`) and what it tells the person."""
+
+    kind: str
+    text: str
+
+
+SLASH_COMMAND = Waterfall["CommandReply | None", SlashCommand]("agent/command")
+"""A slash command a surface does not handle itself: the plugin that owns the name returns its reply (and logs
+`command/run`/`command/done`), others call next; None from the whole chain: no plugin knows the command."""

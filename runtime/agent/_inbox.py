@@ -52,10 +52,13 @@ class InboxGate(Protocol):
         *,
         sender: str | None,
         key: str | None = None,
+        inline: bool = False,
     ) -> None:
         """Admit an input from `source` for `agent`'s `target` queue by awaiting `splice()` (now or later); returns
         after it. `sender`: the session id of the agent that sent it (None: the user, or the host); `key`: what else names the input's origin
-        among inputs of its kind (a background job's id), so a replay pairs it with its recorded counterpart."""
+        among inputs of its kind (a background job's id), so a replay pairs it with its recorded counterpart. `inline`: the
+        agent's own turn queues it (a hook's context, a Stop hook's continuation), so it cannot wait for the agent's
+        next boundary: a gate admits it now when the agent is where the input is due."""
         ...
 
     async def boundary(self, agent: Agent, event: Event) -> None:
@@ -76,6 +79,7 @@ class ImmediateGate:
         *,
         sender: str | None,
         key: str | None = None,
+        inline: bool = False,
     ) -> None:
         await splice()
 

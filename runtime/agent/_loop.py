@@ -77,17 +77,22 @@ from ._agent import Agent
 from ._events import (
     ERROR,
     PRE_STEP,
+    PROMPT_SUBMIT,
     REQUEST,
     REQUEST_ERROR,
+    TURN_STOPPING,
+    AddContext,
     AgentError,
     Block,
     Fail,
     PreStep,
     Proceed,
+    PromptSubmit,
     RequestConfig,
     RequestFailure,
     RequestInfo,
     Retry,
+    TurnStopping,
 )
 from ._outcome import TurnOutcome
 
@@ -183,6 +188,21 @@ class _Turn:
                 ToolSpec(name=t.name, description=t.description, parameters=t.parameters)
                 for t in assembly.tools
             )
+            added = AddContext()
+            prompts = [item for item in entering if isinstance(item.message.source, UserSource)]
+            if self.step == 1 and prompts:
+                text = "".join(
+                    block.text
+                    for item in prompts
+                    for block in item.message.content
+                    if isinstance(block, TextBlock)
+                )
+                decision = await agent.ctx.waterfall(
+                    PROMPT_SUBMIT, AddContext(), PromptSubmit(agent, self.turn, text)
+                )
+                if not isinstance(decision, AddContext):
+                    return await self.end(TurnEndReason(kind="blocked", message=decision.reason))
+                added = decision
             gate = await agent.ctx.waterfall(
                 PRE_STEP, Proceed(), PreStep(agent, self.turn, self.step, system, agent.messages(), tools)
             )
@@ -192,6 +212,11 @@ class _Turn:
             self.step_open = True
             for item in entering:
                 await agent.append(UserMessageEvent(data=item.message, surface_op="append"), written=item.raw)
+            if added.texts:
+                await self.user_message(
+                    tuple(TextBlock(text) for text in added.texts),
+                    added.source or PluginSource(plugin="hooks"),
+                )
             if snapshot and snapshot != agent.snapshot:  # the log's state: the newest snapshot on the surface
                 await self.user_message((TextBlock(snapshot),), _SNAPSHOT_SOURCE)
             route = await agent.ctx.waterfall(
@@ -219,6 +244,8 @@ class _Turn:
                 await self.run_tools(calls)
             await agent.append(StepEnd(data=StepData(turn=self.turn, step=self.step)))
             self.step_open = False
+            if not calls and not agent.pending("next-step"):  # a Stop hook may queue steering here
+                await agent.ctx.emit(TURN_STOPPING, TurnStopping(agent, self.turn, self.step))
             if not calls and not agent.pending("next-step"):  # steering keeps the turn going
                 return await self.end(TurnEndReason(kind="max-tokens" if self.max_tokens else "completed"))
 
@@ -367,6 +394,16 @@ class _Turn:
                         ABORTED, "the tool call was cancelled before it finished; its effects are unknown"
                     )
                     await self.tool_result(call, result, call_seqs[index])
+        # context a hook added for the next step, queued once every result is logged
+        for index in range(len(calls)):
+            done = results.get(index)
+            for added in done.context if done is not None else ():
+                await agent.queue(
+                    tuple(TextBlock(text) for text in added.texts),
+                    target="next-step",
+                    source=PluginSource(plugin=added.plugin),
+                    inline=True,
+                )
 
     async def tool_result(self, call: ToolCallBlock, result: ToolResult, call_seq: int) -> None:
         message = UserMessage(

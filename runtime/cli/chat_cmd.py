@@ -5,7 +5,12 @@ and Ctrl-D exit; slash commands fork the session, list sessions and show the ren
 At a terminal, lines are edited with prompt_toolkit (arrows, Ctrl-R search, a pasted block as one message, history
 kept next to the store file), and a line typed while a turn runs steers it: it is queued in the agent's inbox
 (shown as queued) and enters the turn at its next step (shown as entering); a line the turn never took in (it was
-cancelled, or it ended first) starts the next turn. Piped input is read line by line as it is."""
+cancelled, or it ended first) starts the next turn. Piped input is read line by line as it is.
+
+An approval the turn needs (a tool call a policy or a hook says must be approved) is asked inline: the turn waits,
+visibly, and the next line typed answers it (`o` allow once, `a` allow always, `r [reason]` reject). Slash commands
+the chat does not know itself (`/permission PRESET`, `/approval POLICY`, `/sandbox MODE`) go to the plugin that owns
+them, which logs them `command/run` / `command/done`."""
 
 from __future__ import annotations
 
@@ -29,9 +34,11 @@ from rich.table import Table
 from dsh.runtime.agent import (
     AGENTS,
     EVENT,
+    SLASH_COMMAND,
     Agent,
     AgentEvent,
     AgentOptions,
+    SlashCommand,
     assemble_context_for,
     last_turn_end,
 )
@@ -53,7 +60,9 @@ from dsh.runtime.llm import TextBlock, UserSource
 from dsh.runtime.prompt import SYSTEM_PROMPT, render_prompt
 from dsh.runtime.session import UserMessage as UserMessageEvent
 from dsh.runtime.session import is_postgres_url
+from dsh.runtime.tools import ASK, QUESTION
 
+from ._approval import terminal_answerer, terminal_questioner
 from .sessions_cmd import sessions_table
 
 __all__ = ["COMMANDS", "EditingReader", "Interrupts", "LineReader", "Reader", "chat", "history_path"]
@@ -68,6 +77,9 @@ COMMANDS = {
     "/fork": "fork this session at the end of its last turn and continue in the fork",
     "/sessions": "list the sessions in the store (* marks this one)",
     "/prompt": "show the system prompt this agent's next step would send",
+    "/permission PRESET": "switch the permission preset: read-only, workspace-write, danger-full-access (interaction)",
+    "/approval POLICY": "switch the approval policy: ask, never, auto-allow (interaction)",
+    "/sandbox MODE": "switch bash's sandbox mode: read-only, workspace-write, danger-full-access (interaction)",
     "/help": "show this help",
     "/exit": "leave (Ctrl-D or Ctrl-C at the prompt do the same)",
 }
@@ -208,6 +220,21 @@ class _Chat:
         self.out = out
         self.err = Console(stderr=True, soft_wrap=True)
         self.interrupts = Interrupts(out)
+        self.awaiting_answer = False  # an approval waits for the next line typed
+        self.reading_ahead = False  # `_queue` reads the lines typed while the turn runs
+        self._answers_in, self._answers = anyio.create_memory_object_stream[str](16)
+        host.ctx.on(ASK, terminal_answerer(out, self._answer_line))
+        host.ctx.on(QUESTION, terminal_questioner(out, self._answer_line))
+
+    async def _answer_line(self) -> str | None:
+        """The next line typed, as the answer to an approval: taken from `_queue` while it reads ahead, else read."""
+        if not self.reading_ahead:
+            return await self.reader.readline()
+        self.awaiting_answer = True
+        try:
+            return await self._answers.receive()
+        finally:
+            self.awaiting_answer = False
 
     async def run(self, opened: AbstractAsyncContextManager[Agent], intro: str) -> str:
         """Converse in `opened`, then in each fork the user asks for; returns the last session's id."""
@@ -254,7 +281,7 @@ class _Chat:
                     continue
                 if word == "/fork":
                     return True
-                await self._command(agent, word)
+                await self._command(agent, word, text[len(word) :])
             else:
                 await self._turn(agent, line)
             if self.interrupts.exiting:
@@ -310,6 +337,7 @@ class _Chat:
             async with anyio.create_task_group() as group:
                 ahead = self.reader.ahead()
                 if ahead is not None:
+                    self.reading_ahead = True
                     group.start_soon(self._queue, agent, ahead, steering)
                 with anyio.CancelScope() as scope:
                     self.interrupts.turn = scope
@@ -319,6 +347,7 @@ class _Chat:
                         self.interrupts.turn = None
                 group.cancel_scope.cancel()
         finally:
+            self.reading_ahead = False
             dispose()
         if steering and not self.interrupts.exiting:
             # the turn ended (or was cancelled) before its next step: the steering starts the next turn
@@ -333,6 +362,9 @@ class _Chat:
                 self.leave_when_done = True
                 return
             text = _KEY_ESCAPES.sub("", line)
+            if self.awaiting_answer:  # the turn waits on an approval: this line answers it
+                await self._answers_in.send(text)
+                continue
             if not text.strip():
                 continue
             self.reader.remember(text)
@@ -349,7 +381,7 @@ class _Chat:
                     highlight=False,
                 )
 
-    async def _command(self, agent: Agent, word: str) -> None:
+    async def _command(self, agent: Agent, word: str, rest: str = "") -> None:
         try:
             if word == "/help":
                 self.out.print(_help())
@@ -362,7 +394,15 @@ class _Chat:
                 names = ", ".join(tool.name for tool in assembly.tools) or "none"
                 self.out.print(f"[dim]tools: {escape(names)}[/]", highlight=False)
             else:
-                self.out.print(f"[red]unknown command {escape(word)}[/]; /help lists them", highlight=False)
+                reply = await agent.ctx.waterfall(SLASH_COMMAND, None, SlashCommand(agent, word[1:], rest))
+                if reply is None:
+                    self.out.print(
+                        f"[red]unknown command {escape(word)}[/]; /help lists them", highlight=False
+                    )
+                elif reply.kind == "success":
+                    self.out.print(escape(reply.text), highlight=False)
+                else:
+                    self.out.print(f"[red]{escape(reply.text)}[/]", highlight=False)
         except (
             DshError
         ) as error:  # a failed command (a prompt that does not render) is reported; the chat goes on

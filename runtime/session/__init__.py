@@ -23,11 +23,23 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from ._events import SURFACE_TYPES as SURFACE_TYPES
     from ._events import AbortKind as AbortKind
     from ._events import AbortReason as AbortReason
+    from ._events import ApprovalAsked as ApprovalAsked
+    from ._events import ApprovalAskedData as ApprovalAskedData
+    from ._events import ApprovalDecided as ApprovalDecided
+    from ._events import ApprovalDecidedData as ApprovalDecidedData
+    from ._events import ApprovalOutcome as ApprovalOutcome
+    from ._events import ApprovalPolicy as ApprovalPolicy
+    from ._events import ApprovalPolicyData as ApprovalPolicyData
     from ._events import AssistantChunk as AssistantChunk
     from ._events import AssistantChunkData as AssistantChunkData
     from ._events import AssistantMessage as AssistantMessage
     from ._events import AssistantMessageData as AssistantMessageData
     from ._events import BracketData as BracketData
+    from ._events import CommandDone as CommandDone
+    from ._events import CommandDoneData as CommandDoneData
+    from ._events import CommandRun as CommandRun
+    from ._events import CommandRunData as CommandRunData
+    from ._events import CommandSource as CommandSource
     from ._events import CompactionEnd as CompactionEnd
     from ._events import CompactionPrune as CompactionPrune
     from ._events import CompactionStart as CompactionStart
@@ -38,6 +50,10 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from ._events import Event as Event
     from ._events import HeaderConfig as HeaderConfig
     from ._events import HeaderReason as HeaderReason
+    from ._events import HookInvoked as HookInvoked
+    from ._events import HookInvokedData as HookInvokedData
+    from ._events import HookResult as HookResult
+    from ._events import HookResultData as HookResultData
     from ._events import InboxSpliced as InboxSpliced
     from ._events import InboxSplicedData as InboxSplicedData
     from ._events import InboxTarget as InboxTarget
@@ -51,12 +67,16 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from ._events import LlmRetryStarted as LlmRetryStarted
     from ._events import LlmRetryStartedData as LlmRetryStartedData
     from ._events import OpaqueEvent as OpaqueEvent
+    from ._events import PermissionPreset as PermissionPreset
+    from ._events import PermissionPresetData as PermissionPresetData
     from ._events import PruneData as PruneData
     from ._events import Replace as Replace
     from ._events import RequestContext as RequestContext
     from ._events import RequestContextData as RequestContextData
     from ._events import RequestHeader as RequestHeader
     from ._events import RequestHeaderData as RequestHeaderData
+    from ._events import SandboxMode as SandboxMode
+    from ._events import SandboxModeData as SandboxModeData
     from ._events import SessionEndSeed as SessionEndSeed
     from ._events import SessionHeader as SessionHeader
     from ._events import SessionTitle as SessionTitle
@@ -165,6 +185,26 @@ __all__ = [
     "JobSettledData",
     "JobStarted",
     "JobStartedData",
+    "ApprovalPolicy",
+    "ApprovalAsked",
+    "ApprovalDecided",
+    "PermissionPreset",
+    "SandboxMode",
+    "CommandRun",
+    "CommandDone",
+    "HookInvoked",
+    "HookResult",
+    "ApprovalPolicyData",
+    "ApprovalAskedData",
+    "ApprovalDecidedData",
+    "PermissionPresetData",
+    "SandboxModeData",
+    "CommandRunData",
+    "CommandDoneData",
+    "HookInvokedData",
+    "HookResultData",
+    "ApprovalOutcome",
+    "CommandSource",
     "LEASE_TTL_MS",
     "Lease",
     "LeaseLostError",
@@ -307,6 +347,26 @@ _LAZY = {
     "JobSettledData": "._events",
     "JobStarted": "._events",
     "JobStartedData": "._events",
+    "ApprovalPolicy": "._events",
+    "ApprovalAsked": "._events",
+    "ApprovalDecided": "._events",
+    "PermissionPreset": "._events",
+    "SandboxMode": "._events",
+    "CommandRun": "._events",
+    "CommandDone": "._events",
+    "HookInvoked": "._events",
+    "HookResult": "._events",
+    "ApprovalPolicyData": "._events",
+    "ApprovalAskedData": "._events",
+    "ApprovalDecidedData": "._events",
+    "PermissionPresetData": "._events",
+    "SandboxModeData": "._events",
+    "CommandRunData": "._events",
+    "CommandDoneData": "._events",
+    "HookInvokedData": "._events",
+    "HookResultData": "._events",
+    "ApprovalOutcome": "._events",
+    "CommandSource": "._events",
     "LlmRetry": "._events",
     "LlmRetryData": "._events",
     "LlmRetryStarted": "._events",

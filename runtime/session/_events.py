@@ -25,11 +25,23 @@ from dsh.runtime.llm import UserMessage as UserTurnMessage
 __all__ = [
     "AbortKind",
     "AbortReason",
+    "ApprovalAsked",
+    "ApprovalAskedData",
+    "ApprovalDecided",
+    "ApprovalDecidedData",
+    "ApprovalOutcome",
+    "ApprovalPolicy",
+    "ApprovalPolicyData",
     "AssistantChunk",
     "AssistantChunkData",
     "AssistantMessage",
     "AssistantMessageData",
     "BracketData",
+    "CommandDone",
+    "CommandDoneData",
+    "CommandRun",
+    "CommandRunData",
+    "CommandSource",
     "CompactionEnd",
     "CompactionPrune",
     "CompactionStart",
@@ -42,6 +54,10 @@ __all__ = [
     "FORMAT_VERSION",
     "HeaderConfig",
     "HeaderReason",
+    "HookInvoked",
+    "HookInvokedData",
+    "HookResult",
+    "HookResultData",
     "InboxSpliced",
     "InboxSplicedData",
     "InboxTarget",
@@ -55,6 +71,8 @@ __all__ = [
     "LlmRetryStarted",
     "LlmRetryStartedData",
     "OpaqueEvent",
+    "PermissionPreset",
+    "PermissionPresetData",
     "PruneData",
     "Replace",
     "RequestContext",
@@ -62,6 +80,8 @@ __all__ = [
     "RequestHeader",
     "RequestHeaderData",
     "SURFACE_TYPES",
+    "SandboxMode",
+    "SandboxModeData",
     "SessionEndSeed",
     "SessionHeader",
     "SessionTitle",
@@ -400,6 +420,100 @@ class SessionTitleData(_Wire, frozen=True, kw_only=True):
     message_seqs: tuple[int, ...] = ()
 
 
+# ---------------------------------------------------------------- human in the loop (the original's interaction/*,
+# sandbox/* and hooks/* packages; fields exactly as it writes them)
+
+ApprovalOutcome = Literal["allowed-once", "allowed-always", "rejected", "cancelled", "unavailable"]
+"""How an approval was decided: `allowed-once` (this call), `allowed-always` (this call and every later call of the
+same tool in the session), `rejected` (by a person, or by the `never` policy), `cancelled` (the turn was cancelled
+while it waited), `unavailable` (no answerer could be asked)."""
+
+
+class ApprovalPolicyData(_Wire, frozen=True, kw_only=True):
+    """`approval/policy`: the session's approval policy from here on (`ask`, `never`, `auto-allow`)."""
+
+    policy: str
+    source: str | None = None
+
+
+class ApprovalAskedData(_Wire, frozen=True, kw_only=True):
+    """`approval/asked`: call `call_id` of tool `tool_name` needs approval, for `reason`; `id` pairs it with its
+    `approval/decided`."""
+
+    id: str
+    tool_name: str
+    call_id: str | None = None
+    reason: str | None = None
+
+
+class ApprovalDecidedData(_Wire, frozen=True, kw_only=True):
+    """`approval/decided`: the outcome of approval `id`, with the person's message to the model, if any."""
+
+    id: str
+    outcome: str
+    message: str | None = None
+
+
+class PermissionPresetData(_Wire, frozen=True, kw_only=True):
+    """`permission/preset`: the preset the user selected (its `sandbox/mode` and `approval/policy` follow)."""
+
+    preset: str
+
+
+class SandboxModeData(_Wire, frozen=True, kw_only=True):
+    """`sandbox/mode`: the session's sandbox mode from here on (`read-only`, `workspace-write`,
+    `danger-full-access`)."""
+
+    mode: str
+
+
+class CommandSource(_Wire, frozen=True, kw_only=True):
+    """Who ran a slash command (`{kind: "user"}`)."""
+
+    kind: str
+
+
+class CommandRunData(_Wire, frozen=True, kw_only=True):
+    """`command/run`: slash command `name` run with `args` (the raw text after the name, as typed)."""
+
+    command_id: str
+    name: str
+    args: str = ""
+    source: CommandSource | None = None
+
+
+class CommandDoneData(_Wire, frozen=True, kw_only=True):
+    """`command/done`: how command `command_id` ended (`success` or `error`) and what it told the user."""
+
+    command_id: str
+    kind: str
+    text: str | None = None
+
+
+class HookInvokedData(_Wire, frozen=True, kw_only=True):
+    """`hook/invoked`: hook `handler_id` of `dialect` (`claude-code`, `codex`) runs at `point` in `turn`, selected by
+    `matcher` (absent: a match-all group)."""
+
+    turn: int
+    point: str
+    dialect: str
+    handler_id: str
+    matcher: str | None = None
+
+
+class HookResultData(_Wire, frozen=True, kw_only=True):
+    """`hook/result`: what hook `handler_id` decided (`block`, `deny`, `ask`, `allow`, `approve`, `stop` or `pass`),
+    its exit code (absent: it did not exit by itself), its stderr trimmed and capped, and how long it ran."""
+
+    turn: int
+    point: str
+    handler_id: str
+    decision: str
+    exit_code: int | None = None
+    stderr_summary: str | None = None
+    duration_ms: float
+
+
 # ---------------------------------------------------------------- typed events (envelope + data)
 
 
@@ -519,6 +633,42 @@ class InboxSpliced(Event, tag="agent/inbox/spliced", frozen=True, kw_only=True):
     data: InboxSplicedData
 
 
+class ApprovalPolicy(Event, tag="approval/policy", frozen=True, kw_only=True):
+    data: ApprovalPolicyData
+
+
+class ApprovalAsked(Event, tag="approval/asked", frozen=True, kw_only=True):
+    data: ApprovalAskedData
+
+
+class ApprovalDecided(Event, tag="approval/decided", frozen=True, kw_only=True):
+    data: ApprovalDecidedData
+
+
+class PermissionPreset(Event, tag="permission/preset", frozen=True, kw_only=True):
+    data: PermissionPresetData
+
+
+class SandboxMode(Event, tag="sandbox/mode", frozen=True, kw_only=True):
+    data: SandboxModeData
+
+
+class CommandRun(Event, tag="command/run", frozen=True, kw_only=True):
+    data: CommandRunData
+
+
+class CommandDone(Event, tag="command/done", frozen=True, kw_only=True):
+    data: CommandDoneData
+
+
+class HookInvoked(Event, tag="hook/invoked", frozen=True, kw_only=True):
+    data: HookInvokedData
+
+
+class HookResult(Event, tag="hook/result", frozen=True, kw_only=True):
+    data: HookResultData
+
+
 class OpaqueEvent(msgspec.Struct, frozen=True, kw_only=True):
     """An event of a type dsh does not know: kept verbatim, never projected."""
 
@@ -554,6 +704,15 @@ CoreEvent = (
     | InboxSpliced
     | JobStarted
     | JobSettled
+    | ApprovalPolicy
+    | ApprovalAsked
+    | ApprovalDecided
+    | PermissionPreset
+    | SandboxMode
+    | CommandRun
+    | CommandDone
+    | HookInvoked
+    | HookResult
 )
 
 EVENT_TYPES: Mapping[str, type[Event]] = {
@@ -583,6 +742,15 @@ EVENT_TYPES: Mapping[str, type[Event]] = {
         InboxSpliced,
         JobStarted,
         JobSettled,
+        ApprovalPolicy,
+        ApprovalAsked,
+        ApprovalDecided,
+        PermissionPreset,
+        SandboxMode,
+        CommandRun,
+        CommandDone,
+        HookInvoked,
+        HookResult,
     )
 }
 """The one tag -> type table: every reader of the log (store, JSONL, rules, projection, replay, CLI, plugins)
