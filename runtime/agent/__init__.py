@@ -8,6 +8,7 @@ from ._events import EVENT as EVENT
 from ._events import PRE_STEP as PRE_STEP
 from ._events import REQUEST as REQUEST
 from ._events import REQUEST_ERROR as REQUEST_ERROR
+from ._events import STEP_INPUT as STEP_INPUT
 from ._events import AgentError as AgentError
 from ._events import AgentEvent as AgentEvent
 from ._events import Block as Block
@@ -20,6 +21,7 @@ from ._events import RequestFailure as RequestFailure
 from ._events import RequestInfo as RequestInfo
 from ._events import Retry as Retry
 from ._events import StepGate as StepGate
+from ._events import StepInput as StepInput
 from ._inbox import BOUNDARY_TYPES as BOUNDARY_TYPES
 from ._inbox import INBOX_GATE as INBOX_GATE
 from ._inbox import ImmediateGate as ImmediateGate
@@ -54,6 +56,7 @@ __all__ = [
     "ERROR",
     "EVENT",
     "PRE_STEP",
+    "STEP_INPUT",
     "REQUEST",
     "REQUEST_ERROR",
     "Agent",
@@ -67,6 +70,7 @@ __all__ = [
     "NoModelError",
     "OutcomeKind",
     "PreStep",
+    "StepInput",
     "Proceed",
     "RequestConfig",
     "RequestFailure",

@@ -1,4 +1,4 @@
-"""The agent loop's events, declared once here with their payloads: `agent/pre-step`, `agent/request`,
+"""The agent loop's events, declared once here with their payloads: `agent/pre-step`, `agent/step-input`, `agent/request`,
 `agent/request-error`, `agent/error` and `agent/event` (every event an agent appends, for clients)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from dsh.runtime.kernel import Emit, Waterfall
-from dsh.runtime.llm import CallConfig, LlmFailure, Message, ToolSpec
+from dsh.runtime.llm import CallConfig, LlmFailure, Message, ToolSpec, UserMessage
 from dsh.runtime.session import StoredEvent
 
 if TYPE_CHECKING:
@@ -27,6 +27,8 @@ __all__ = [
     "PreStep",
     "Proceed",
     "RequestConfig",
+    "STEP_INPUT",
+    "StepInput",
     "RequestFailure",
     "RequestInfo",
     "Retry",
@@ -64,6 +66,23 @@ StepGate = Proceed | Block
 
 PRE_STEP = Waterfall[StepGate, PreStep]("agent/pre-step")
 """`listener(gate, pre_step, next_) -> StepGate`. Runs once per step, after render, before `step/start`."""
+
+
+@dataclass(frozen=True)
+class StepInput:
+    """A step about to start: `claimed` is the input it took from the agent's inbox (the prompt, steering, queued
+    notices), in the order it enters."""
+
+    agent: Agent
+    turn: int
+    step: int
+    claimed: tuple[UserMessage, ...]
+
+
+STEP_INPUT = Waterfall[tuple[UserMessage, ...], StepInput]("agent/step-input")
+"""`listener(added, step_input, next_) -> added`: messages a plugin adds to the step (workspace instructions). They
+enter after the claimed input, right after `step/start`, in the order returned; each is logged as `user/message`.
+Runs once per step, after `agent/pre-step` let the step run."""
 
 
 @dataclass(frozen=True)

@@ -79,6 +79,7 @@ from ._events import (
     PRE_STEP,
     REQUEST,
     REQUEST_ERROR,
+    STEP_INPUT,
     AgentError,
     Block,
     Fail,
@@ -88,6 +89,7 @@ from ._events import (
     RequestFailure,
     RequestInfo,
     Retry,
+    StepInput,
 )
 from ._outcome import TurnOutcome
 
@@ -188,10 +190,17 @@ class _Turn:
             )
             if isinstance(gate, Block):
                 return await self.end(TurnEndReason(kind="blocked", message=gate.reason))
+            added = await agent.ctx.waterfall(
+                STEP_INPUT,
+                (),
+                StepInput(agent, self.turn, self.step, tuple(item.message for item in entering)),
+            )
             await agent.append(StepStart(data=StepData(turn=self.turn, step=self.step)))
             self.step_open = True
             for item in entering:
                 await agent.append(UserMessageEvent(data=item.message, surface_op="append"), written=item.raw)
+            for message in added:
+                await agent.append(UserMessageEvent(data=message, surface_op="append"))
             if snapshot and snapshot != agent.snapshot:  # the log's state: the newest snapshot on the surface
                 await self.user_message((TextBlock(snapshot),), _SNAPSHOT_SOURCE)
             route = await agent.ctx.waterfall(
