@@ -85,7 +85,8 @@ def _same(live: UserTurnMessage, recorded: UserTurnMessage, cwd: str) -> bool:
 async def apply_edits(edits: list[Edit], context: ToolContext) -> ReplayMismatch | None:
     """Append `edits` to the live session of a tool's `context`; a mismatch (a replaced message the re-run never
     sent) is returned, not raised, and nothing is appended for it."""
-    assert context.log is not None and context.agent is not None
+    assert context.log is not None
+    assert context.agent is not None
     log, agent, cwd = context.log, context.agent, str(context.cwd)
     info = log.info
     for edit in edits:

@@ -121,7 +121,7 @@ class RecordedTools:
 
             chosen = recorded
 
-        async def then_edits(arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        async def then_edits(arguments: dict[str, Any], context: ToolContext) -> ToolResult | str:
             result = await chosen(arguments, context)
             edits = self._edits(context)
             if edits:

@@ -97,8 +97,8 @@ def _reconcile(
 ) -> tuple[str, list[InstructionChange]] | None:
     names = (*config.instruction_files, *config.local_instruction_files)
     baseline_scopes = [scope_key(GLOBAL_DIR, GLOBAL_FILE)]
-    for directory in ancestor_chain(root, cwd):
-        baseline_scopes += [scope_key(_rel_scope(root, directory), name) for name in names]
+    for folder in ancestor_chain(root, cwd):
+        baseline_scopes += [scope_key(_rel_scope(root, folder), name) for name in names]
     baseline_set = set(baseline_scopes)
     scopes: dict[str, None] = {}
     if include_baseline:
@@ -112,8 +112,8 @@ def _reconcile(
         else:
             scopes.update(dict.fromkeys(scope_key(directory, name) for name in names))
     for path in touched:
-        for directory in dirs_below(cwd, path):
-            scopes.update(dict.fromkeys(scope_key(_rel_scope(root, directory), name) for name in names))
+        for folder in dirs_below(cwd, path):
+            scopes.update(dict.fromkeys(scope_key(_rel_scope(root, folder), name) for name in names))
 
     by_directory: dict[str, list[str]] = {}
     for scope in scopes:

@@ -199,8 +199,8 @@ class _Turn:
             self.step_open = True
             for item in entering:
                 await agent.append(UserMessageEvent(data=item.message, surface_op="append"), written=item.raw)
-            for message in added:
-                await agent.append(UserMessageEvent(data=message, surface_op="append"))
+            for extra in added:
+                await agent.append(UserMessageEvent(data=extra, surface_op="append"))
             if snapshot and snapshot != agent.snapshot:  # the log's state: the newest snapshot on the surface
                 await self.user_message((TextBlock(snapshot),), _SNAPSHOT_SOURCE)
             route = await agent.ctx.waterfall(
