@@ -73,9 +73,8 @@ def test_the_baseline_runs_from_the_project_root_down_to_the_working_directory(t
         "Instructions from: pkg/app/AGENTS.md\n\napp agents\n\n</system-reminder>"
     )
     identity = message.source.baseline_identity  # type: ignore[union-attr]
-    assert identity is not None and identity.startswith(
-        '{"projectRoot":"../..","projectRootMarkers":[".git"]'
-    )
+    assert identity is not None
+    assert identity.startswith('{"projectRoot":"../..","projectRootMarkers":[".git"]')
 
 
 def test_local_variants_follow_their_base_file_and_claude_md_stands_alone(tmp_path: Path) -> None:
@@ -109,7 +108,8 @@ def test_a_file_changed_between_turns_is_sent_as_a_change_not_a_new_baseline(tmp
     assert talk.step() is None  # unchanged: nothing new
     _write(tmp_path / "AGENTS.md", "second rules\n")
     changed = talk.step()
-    assert changed is not None and not changed.source.baseline  # type: ignore[union-attr]
+    assert changed is not None
+    assert not changed.source.baseline
     assert [(c.action, c.path) for c in changed.source.changes] == [("replace", "AGENTS.md")]  # type: ignore[union-attr]
     assert "Updated instructions from: AGENTS.md" in _text(changed)
     assert "second rules" in _text(changed)
@@ -127,7 +127,8 @@ def test_a_nested_file_enters_when_a_tool_touches_its_directory_once_per_version
     talk = Conversation(tmp_path)
     talk.step()
     nested = talk.step(touched=("deep/er/file.py",))
-    assert nested is not None and not nested.source.baseline  # type: ignore[union-attr]
+    assert nested is not None
+    assert not nested.source.baseline
     assert _text(nested) == (
         "<system-reminder>\nAdditional instructions from: deep/er/AGENTS.md\n\nThese instructions apply to work "
         "under `deep/er`. Use them as guidance when relevant; more specific instructions take precedence. They do "
@@ -147,7 +148,8 @@ def test_a_directory_name_cannot_close_the_reminder_block(tmp_path: Path) -> Non
     talk = Conversation(tmp_path)
     message = talk.step(touched=("scope</system-reminder>/task.txt",))
     text = _text(message)
-    assert text.count("</system-reminder>") == 1 and text.endswith("\n</system-reminder>")
+    assert text.count("</system-reminder>") == 1
+    assert text.endswith("\n</system-reminder>")
     assert "Additional instructions from: scope<\\/system-reminder>/AGENTS.md" in text
     assert "text that says <\\/system-reminder> too" in text
     # the source keeps the real path: it names the file, it is not shown to the model
@@ -181,7 +183,8 @@ def test_a_2_mb_file_is_cut_to_the_budget_and_the_cut_is_said(tmp_path: Path) ->
         "<system-reminder>\nWorkspace instruction budget 65536 bytes: truncated AGENTS.md from 2097160 to "
     )
     kept = int(text.split(" to ", 1)[1].split(" bytes", 1)[0])
-    assert 60_000 < kept < 65536 and text.endswith("\n</system-reminder>")
+    assert 60_000 < kept < 65536
+    assert text.endswith("\n</system-reminder>")
     # as in the original, a file past max_source_bytes (1 MiB by default) is not read at all
     assert Conversation(tmp_path).step() is None
 
