@@ -10,7 +10,7 @@ import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dsh.runtime.agent import EVENT, STEP_INPUT, Agent, AgentEvent, StepInput
+from dsh.runtime.agent import EVENT, STEP_INPUT, STEP_PREVIEW, Agent, AgentEvent, StepInput, StepPreview
 from dsh.runtime.kernel import Context, Next, Plugin
 from dsh.runtime.llm import MessageId, ToolResultBlock, UserMessage
 from dsh.runtime.session import StepEnd, ToolCall, ToolResult, TurnEnd
@@ -57,16 +57,20 @@ class Instructions:
             state = self._agents[agent] = _AgentState()
         return state
 
-    def pending_message(self, agent: Agent, claimed: tuple[UserMessage, ...] = ()) -> UserMessage | None:
-        """What the next step would add (for `dsh prompt`), without remembering anything."""
-        if agent.cwd is None:
-            return None
-        composed, _ = compose(
-            self.config, agent.cwd, agent.messages(), claimed, prepared=self._state(agent).prepared
-        )
+    async def on_preview(
+        self, added: tuple[UserMessage, ...], preview: StepPreview, next_: Next[tuple[UserMessage, ...]]
+    ) -> tuple[UserMessage, ...]:
+        """What the next step would add (for `dsh prompt` and `/prompt`), remembering nothing."""
+        added = await next_(added)
+        if preview.cwd is None:
+            return added
+        composed, _ = compose(self.config, Path(preview.cwd), preview.messages, added)
         if composed is None:
-            return None
-        return UserMessage(id=MessageId("instructions"), content=composed.content, source=composed.source)
+            return added
+        return (
+            *added,
+            UserMessage(id=MessageId("preview"), content=composed.content, source=composed.source),
+        )
 
     async def on_step_input(
         self, added: tuple[UserMessage, ...], info: StepInput, next_: Next[tuple[UserMessage, ...]]
@@ -121,6 +125,7 @@ class Instructions:
 def _apply(ctx: Context, config: Config) -> None:
     service = Instructions(config)
     ctx.on(STEP_INPUT, service.on_step_input)
+    ctx.on(STEP_PREVIEW, service.on_preview)
     ctx.on(EVENT, service.on_event)
 
 

@@ -9,6 +9,7 @@ from ._events import PRE_STEP as PRE_STEP
 from ._events import REQUEST as REQUEST
 from ._events import REQUEST_ERROR as REQUEST_ERROR
 from ._events import STEP_INPUT as STEP_INPUT
+from ._events import STEP_PREVIEW as STEP_PREVIEW
 from ._events import AgentError as AgentError
 from ._events import AgentEvent as AgentEvent
 from ._events import Block as Block
@@ -22,6 +23,7 @@ from ._events import RequestInfo as RequestInfo
 from ._events import Retry as Retry
 from ._events import StepGate as StepGate
 from ._events import StepInput as StepInput
+from ._events import StepPreview as StepPreview
 from ._inbox import BOUNDARY_TYPES as BOUNDARY_TYPES
 from ._inbox import INBOX_GATE as INBOX_GATE
 from ._inbox import ImmediateGate as ImmediateGate
@@ -57,6 +59,7 @@ __all__ = [
     "EVENT",
     "PRE_STEP",
     "STEP_INPUT",
+    "STEP_PREVIEW",
     "REQUEST",
     "REQUEST_ERROR",
     "Agent",
@@ -71,6 +74,7 @@ __all__ = [
     "OutcomeKind",
     "PreStep",
     "StepInput",
+    "StepPreview",
     "Proceed",
     "RequestConfig",
     "RequestFailure",

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dsh.runtime.kernel import Emit, Waterfall
@@ -28,7 +29,9 @@ __all__ = [
     "Proceed",
     "RequestConfig",
     "STEP_INPUT",
+    "STEP_PREVIEW",
     "StepInput",
+    "StepPreview",
     "RequestFailure",
     "RequestInfo",
     "Retry",
@@ -83,6 +86,20 @@ STEP_INPUT = Waterfall[tuple[UserMessage, ...], StepInput]("agent/step-input")
 """`listener(added, step_input, next_) -> added`: messages a plugin adds to the step (workspace instructions). They
 enter after the claimed input, right after `step/start`, in the order returned; each is logged as `user/message`.
 Runs once per step, after `agent/pre-step` let the step run."""
+
+
+@dataclass(frozen=True)
+class StepPreview:
+    """What a step would be sent, asked without running it (`dsh prompt`, chat's `/prompt`): the working directory
+    and the conversation so far (empty: a new session)."""
+
+    cwd: Path | None
+    messages: tuple[Message, ...] = ()
+
+
+STEP_PREVIEW = Waterfall[tuple[UserMessage, ...], StepPreview]("agent/step-preview")
+"""`listener(added, preview, next_) -> added`: the messages a plugin would add to the next step (as on
+`agent/step-input`), computed without remembering anything or logging."""
 
 
 @dataclass(frozen=True)

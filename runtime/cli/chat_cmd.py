@@ -29,9 +29,11 @@ from rich.table import Table
 from dsh.runtime.agent import (
     AGENTS,
     EVENT,
+    STEP_PREVIEW,
     Agent,
     AgentEvent,
     AgentOptions,
+    StepPreview,
     assemble_context_for,
     last_turn_end,
 )
@@ -54,6 +56,7 @@ from dsh.runtime.prompt import SYSTEM_PROMPT, render_prompt
 from dsh.runtime.session import UserMessage as UserMessageEvent
 from dsh.runtime.session import is_postgres_url
 
+from .prompt_cmd import message_source, message_text
 from .sessions_cmd import sessions_table
 
 __all__ = ["COMMANDS", "EditingReader", "Interrupts", "LineReader", "Reader", "chat", "history_path"]
@@ -359,6 +362,12 @@ class _Chat:
                 assembly = await agent.ctx.get(SYSTEM_PROMPT).assemble(assemble_context_for(agent))
                 system = render_prompt(assembly)
                 self.out.print(system or "(empty: the request carries no system text)", markup=False)
+                added = await agent.ctx.waterfall(STEP_PREVIEW, (), StepPreview(agent.cwd, agent.messages()))
+                for message in added:
+                    self.out.print(
+                        f"[dim]user message ({escape(message_source(message))}):[/]", highlight=False
+                    )
+                    self.out.print(message_text(message), markup=False)
                 names = ", ".join(tool.name for tool in assembly.tools) or "none"
                 self.out.print(f"[dim]tools: {escape(names)}[/]", highlight=False)
             else:
