@@ -49,9 +49,10 @@ def _assemble(
         # The facts `assemble_context_for(agent)` would state for an agent of this deployment.
         facts = {key: value for key, value in (("model", model or deployment.model), ("cwd", cwd)) if value}
 
+        where = Path(cwd).resolve() if cwd else None
+
         async def both() -> tuple[PromptAssembly, tuple[UserMessage, ...]]:
             assembly = await host.ctx.get(SYSTEM_PROMPT).assemble(AssembleContext(ctx=host.ctx, facts=facts))
-            where = Path(cwd).resolve() if cwd else None
             added = await host.ctx.waterfall(STEP_PREVIEW, (), StepPreview(where))
             return assembly, added
 

@@ -11,6 +11,7 @@ import anyio
 
 from dsh.replay import load_scenario, rerun
 from dsh.runtime.llm import InstructionsSource
+from dsh.runtime.session import UserMessage as UserMessageEvent
 
 from .logs import HARNESS
 
@@ -21,7 +22,9 @@ def test_the_original_recording_re_runs_with_byte_equal_instruction_messages() -
     result = anyio.run(rerun, load_scenario(SCENARIO))
     assert result.divergence is None
     sent = [
-        e.view().data for e in result.events if e.type == "user/message" and '"agent-instructions"' in e.data
+        view.data
+        for view in (e.view() for e in result.events)
+        if isinstance(view, UserMessageEvent) and isinstance(view.data.source, InstructionsSource)
     ]
     assert [len(m.content) for m in sent] == [
         1,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from dsh.plugins.instructions import Config, compose
 from dsh.plugins.instructions._compose import Prepared
-from dsh.runtime.llm import Message, MessageId, TextBlock, UserMessage
+from dsh.runtime.llm import InstructionsSource, Message, MessageId, TextBlock, UserMessage
 
 CONFIG = Config(project_root_markers=(".git",), user_global=False)
 
@@ -40,6 +40,12 @@ class Conversation:
         return message
 
 
+def _src(message: UserMessage | None) -> InstructionsSource:
+    assert message is not None
+    assert isinstance(message.source, InstructionsSource)
+    return message.source
+
+
 def _text(message: UserMessage | None) -> str:
     assert message is not None
     return "\n".join(b.text for b in message.content if isinstance(b, TextBlock))
@@ -56,8 +62,8 @@ def test_the_baseline_runs_from_the_project_root_down_to_the_working_directory(t
     _write(root / "pkg" / "app" / "AGENTS.md", "app agents\n")
     message = Conversation(root / "pkg" / "app").step()
     assert message is not None
-    assert message.source.baseline  # type: ignore[union-attr]
-    assert [c.path for c in message.source.changes] == [  # type: ignore[union-attr]
+    assert _src(message).baseline
+    assert [c.path for c in _src(message).changes] == [
         "AGENTS.md",
         "CLAUDE.md",
         "pkg/CLAUDE.md",
@@ -72,7 +78,7 @@ def test_the_baseline_runs_from_the_project_root_down_to_the_working_directory(t
         "Instructions from: pkg/CLAUDE.md\n\npkg claude\n\n\n"
         "Instructions from: pkg/app/AGENTS.md\n\napp agents\n\n</system-reminder>"
     )
-    identity = message.source.baseline_identity  # type: ignore[union-attr]
+    identity = _src(message).baseline_identity
     assert identity is not None
     assert identity.startswith('{"projectRoot":"../..","projectRootMarkers":[".git"]')
 
@@ -83,12 +89,12 @@ def test_local_variants_follow_their_base_file_and_claude_md_stands_alone(tmp_pa
     _write(tmp_path / "AGENTS.local.md", "local\n")
     _write(tmp_path / "sub" / "CLAUDE.md", "claude only\n")
     message = Conversation(tmp_path / "sub").step()
-    assert [c.path for c in message.source.changes] == [  # type: ignore[union-attr]
+    assert [c.path for c in _src(message).changes] == [
         "AGENTS.md",
         "AGENTS.local.md",
         "sub/CLAUDE.md",
     ]
-    assert [c.scope for c in message.source.changes] == [  # type: ignore[union-attr]
+    assert [c.scope for c in _src(message).changes] == [
         ".\x00AGENTS.md",
         ".\x00AGENTS.local.md",
         "sub\x00CLAUDE.md",
@@ -109,14 +115,14 @@ def test_a_file_changed_between_turns_is_sent_as_a_change_not_a_new_baseline(tmp
     _write(tmp_path / "AGENTS.md", "second rules\n")
     changed = talk.step()
     assert changed is not None
-    assert not changed.source.baseline
-    assert [(c.action, c.path) for c in changed.source.changes] == [("replace", "AGENTS.md")]  # type: ignore[union-attr]
+    assert not _src(changed).baseline
+    assert [(c.action, c.path) for c in _src(changed).changes] == [("replace", "AGENTS.md")]
     assert "Updated instructions from: AGENTS.md" in _text(changed)
     assert "second rules" in _text(changed)
     assert talk.step() is None
     os.remove(tmp_path / "AGENTS.md")
     removed = talk.step()
-    assert [(c.action, c.digest) for c in removed.source.changes] == [("remove", None)]  # type: ignore[union-attr]
+    assert [(c.action, c.digest) for c in _src(removed).changes] == [("remove", None)]
     assert "Instructions removed: AGENTS.md" in _text(removed)
 
 
@@ -128,7 +134,7 @@ def test_a_nested_file_enters_when_a_tool_touches_its_directory_once_per_version
     talk.step()
     nested = talk.step(touched=("deep/er/file.py",))
     assert nested is not None
-    assert not nested.source.baseline
+    assert not _src(nested).baseline
     assert _text(nested) == (
         "<system-reminder>\nAdditional instructions from: deep/er/AGENTS.md\n\nThese instructions apply to work "
         "under `deep/er`. Use them as guidance when relevant; more specific instructions take precedence. They do "
@@ -137,7 +143,7 @@ def test_a_nested_file_enters_when_a_tool_touches_its_directory_once_per_version
     assert talk.step(touched=("deep/er/other.py",)) is None  # the same version: once
     _write(tmp_path / "deep" / "er" / "AGENTS.md", "nested rules, edited\n")
     edited = talk.step(touched=("deep/er/file.py",))
-    assert [(c.action, c.path) for c in edited.source.changes] == [("replace", "deep/er/AGENTS.md")]  # type: ignore[union-attr]
+    assert [(c.action, c.path) for c in _src(edited).changes] == [("replace", "deep/er/AGENTS.md")]
     assert talk.step(touched=("../elsewhere/x.py",)) is None  # outside the working directory: nothing
 
 
@@ -153,7 +159,7 @@ def test_a_directory_name_cannot_close_the_reminder_block(tmp_path: Path) -> Non
     assert "Additional instructions from: scope<\\/system-reminder>/AGENTS.md" in text
     assert "text that says <\\/system-reminder> too" in text
     # the source keeps the real path: it names the file, it is not shown to the model
-    assert message.source.changes[0].path == "scope</system-reminder>/AGENTS.md"  # type: ignore[union-attr]
+    assert _src(message).changes[0].path == "scope</system-reminder>/AGENTS.md"
 
 
 def test_a_symlink_out_of_the_workspace_is_not_read_one_inside_is(tmp_path: Path) -> None:
@@ -167,7 +173,7 @@ def test_a_symlink_out_of_the_workspace_is_not_read_one_inside_is(tmp_path: Path
     message = Conversation(root).step()
     assert message is not None
     assert "outside secret" not in _text(message)
-    assert [c.path for c in message.source.changes] == ["CLAUDE.md"]  # type: ignore[union-attr]
+    assert [c.path for c in _src(message).changes] == ["CLAUDE.md"]
     assert "canonical" in _text(message)
 
 
@@ -197,7 +203,7 @@ def test_the_total_budget_drops_the_broadest_files_first_and_says_so(tmp_path: P
     message = Conversation(tmp_path / "sub", small).step()
     text = _text(message)
     assert text.startswith("<system-reminder>\nWorkspace instruction budget 700 bytes: omitted AGENTS.md\n\n")
-    assert [c.path for c in message.source.changes] == ["sub/AGENTS.md"]  # type: ignore[union-attr]
+    assert [c.path for c in _src(message).changes] == ["sub/AGENTS.md"]
 
 
 def test_the_shared_recordings_first_message_is_reproduced(tmp_path: Path) -> None:
@@ -205,8 +211,8 @@ def test_the_shared_recordings_first_message_is_reproduced(tmp_path: Path) -> No
     config = Config(project_root_markers=(".dsh-project",), user_global=False)
     message = Conversation(workspace, config).step()
     assert message is not None
-    assert message.source.changes[0].digest == "2e18766c26603608f321508caae00ea8f4434d59"  # type: ignore[union-attr]
-    assert message.source.baseline_identity == (  # type: ignore[union-attr]
+    assert _src(message).changes[0].digest == "2e18766c26603608f321508caae00ea8f4434d59"
+    assert _src(message).baseline_identity == (
         '{"projectRoot":"","projectRootMarkers":[".dsh-project"],"maxBytes":65536,"maxSourceBytes":1048576,'
         '"instructionFileCandidates":["AGENTS.md","CLAUDE.md"],'
         '"localInstructionFileCandidates":["AGENTS.local.md","CLAUDE.local.md"]}'

@@ -67,7 +67,11 @@ async def test_a_chat_runs_turns_cancels_forks_and_resumes(tmp_path: Path) -> No
     ]
     async with loopback(*replies) as server:
         config = tmp_path / "deployment.yml"
-        instructions = {"id": "instructions", "use": "instructions", "config": {"user_global": False}}
+        instructions: dict[str, object] = {
+            "id": "instructions",
+            "use": "instructions",
+            "config": {"user_global": False},
+        }
         config.write_text(deployment(server.base_url, extra=(instructions,)))
         (tmp_path / ".git").mkdir()
         (tmp_path / "AGENTS.md").write_text("House rule one.\n")
