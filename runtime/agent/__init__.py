@@ -3,6 +3,7 @@
 from ._agent import Agent as Agent
 from ._agent import AgentOptions as AgentOptions
 from ._agent import InboxInput as InboxInput
+from ._events import COMPACT as COMPACT
 from ._events import ERROR as ERROR
 from ._events import EVENT as EVENT
 from ._events import PRE_STEP as PRE_STEP
@@ -13,6 +14,8 @@ from ._events import STEP_PREVIEW as STEP_PREVIEW
 from ._events import AgentError as AgentError
 from ._events import AgentEvent as AgentEvent
 from ._events import Block as Block
+from ._events import Compacted as Compacted
+from ._events import CompactRequest as CompactRequest
 from ._events import ErrorDecision as ErrorDecision
 from ._events import Fail as Fail
 from ._events import PreStep as PreStep
@@ -55,6 +58,7 @@ __all__ = [
     "QueueTarget",
     "Splice",
     "AbortKind",
+    "COMPACT",
     "ERROR",
     "EVENT",
     "PRE_STEP",
@@ -65,6 +69,8 @@ __all__ = [
     "Agent",
     "AgentError",
     "AgentEvent",
+    "CompactRequest",
+    "Compacted",
     "AgentOptions",
     "AgentRegistry",
     "Block",

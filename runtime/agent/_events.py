@@ -22,6 +22,9 @@ __all__ = [
     "REQUEST_ERROR",
     "AgentError",
     "AgentEvent",
+    "COMPACT",
+    "CompactRequest",
+    "Compacted",
     "Block",
     "ErrorDecision",
     "Fail",
@@ -100,6 +103,28 @@ class StepPreview:
 STEP_PREVIEW = Waterfall[tuple[UserMessage, ...], StepPreview]("agent/step-preview")
 """`listener(added, preview, next_) -> added`: the messages a plugin would add to the next step (as on
 `agent/step-input`), computed without remembering anything or logging."""
+
+
+@dataclass(frozen=True)
+class CompactRequest:
+    """Someone asked to compact `agent`'s history now (chat's `/compact`, ACP's `/compact`), between turns."""
+
+    agent: Agent
+
+
+@dataclass(frozen=True)
+class Compacted:
+    """What a compaction asked for did: the history's estimated tokens before and after, whether a summary
+    replaced older messages, and, when nothing could be done or the summariser failed, why (`note`)."""
+
+    before: int
+    after: int
+    summarised: bool
+    note: str | None = None
+
+
+COMPACT = Waterfall[Compacted | None, CompactRequest]("agent/compact")
+"""`listener(done, request, next_) -> done`: the deployment's compaction answers (None: nothing compacts)."""
 
 
 @dataclass(frozen=True)

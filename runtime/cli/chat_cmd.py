@@ -28,11 +28,14 @@ from rich.table import Table
 
 from dsh.runtime.agent import (
     AGENTS,
+    COMPACT,
     EVENT,
     STEP_PREVIEW,
     Agent,
     AgentEvent,
     AgentOptions,
+    Compacted,
+    CompactRequest,
     StepPreview,
     assemble_context_for,
     last_turn_end,
@@ -71,6 +74,7 @@ COMMANDS = {
     "/fork": "fork this session at the end of its last turn and continue in the fork",
     "/sessions": "list the sessions in the store (* marks this one)",
     "/prompt": "show the system prompt this agent's next step would send",
+    "/compact": "compact this session's history now (a summary replaces older messages)",
     "/help": "show this help",
     "/exit": "leave (Ctrl-D or Ctrl-C at the prompt do the same)",
 }
@@ -370,12 +374,27 @@ class _Chat:
                     self.out.print(message_text(message), markup=False)
                 names = ", ".join(tool.name for tool in assembly.tools) or "none"
                 self.out.print(f"[dim]tools: {escape(names)}[/]", highlight=False)
+            elif word == "/compact":
+                done = await agent.ctx.waterfall(COMPACT, None, CompactRequest(agent))
+                self.out.print(compact_report(done), highlight=False)
             else:
                 self.out.print(f"[red]unknown command {escape(word)}[/]; /help lists them", highlight=False)
         except (
             DshError
         ) as error:  # a failed command (a prompt that does not render) is reported; the chat goes on
             self.out.print(f"[bold red]error:[/] {escape(str(error))}", highlight=False)
+
+
+def compact_report(done: Compacted | None) -> str:
+    """One line saying what `/compact` did."""
+    if done is None:
+        return "[yellow]nothing compacts in this deployment: add the compaction plugin[/]"
+    said = f"history {done.before} → {done.after} tokens (estimated)"
+    if done.summarised:
+        said = f"compacted: a summary replaced older messages; {said}"
+    if done.note:
+        said = f"{said}; {escape(done.note)}"
+    return f"[dim]{said}[/]"
 
 
 def _help() -> Table:
@@ -450,7 +469,7 @@ def chat(
 ) -> None:
     """Talk with the deployment's agent in the terminal, one turn per line you type.
 
-    Each turn streams as it arrives. Ctrl-C cancels a running turn (it is logged aborted); Ctrl-C at the prompt or Ctrl-D exits. Slash commands: /fork, /sessions, /prompt, /help, /exit.
+    Each turn streams as it arrives. Ctrl-C cancels a running turn (it is logged aborted); Ctrl-C at the prompt or Ctrl-D exits. Slash commands: /fork, /sessions, /prompt, /compact, /help, /exit.
 
     Example: dsh chat --config examples/coding-agent.yml --session 01J5Z3...
     """
