@@ -1,7 +1,8 @@
 """The `repeat_tool_reminder` plugin: when an agent calls the same tool with the same arguments several times in a
-row (the original's thresholds 3, 5 and 8), a reminder from the `repeat-tool-reminder` plugin source is queued for
-its next step, worded as the original words it: gentle at the first threshold, then naming the tool, the run length
-and the arguments. It observes and never vetoes a call; a user's message resets the count."""
+row (the original's thresholds 3, 5 and 8), a reminder from the `repeat-tool-reminder` plugin source is logged after
+the step's tool results (the model reads it in the next step), worded as the original words it: gentle at the first
+threshold, then naming the tool, the run length and the arguments. It observes and never vetoes a call; a user's
+message resets the count."""
 
 from __future__ import annotations
 
@@ -13,15 +14,24 @@ from typing import Any
 
 import msgspec
 
-from dsh.runtime.agent import EVENT, Agent, AgentEvent
-from dsh.runtime.kernel import Context, Plugin
-from dsh.runtime.llm import PluginSource, ToolResultBlock, UserSource
-from dsh.runtime.session import InboxSpliced, ToolCall, ToolResult
+from dsh.runtime.agent import EVENT, STEP_RESULTS, Agent, AgentEvent, StepResults
+from dsh.runtime.kernel import Context, Next, Plugin
+from dsh.runtime.llm import MessageId, PluginSource, TextBlock, ToolResultBlock, UserMessage, UserSource
+from dsh.runtime.session import ToolCall, ToolResult
+from dsh.runtime.session import UserMessage as UserMessageEvent
 
-__all__ = ["GENTLE", "SOURCE", "Config", "RepeatReminder", "canonical", "detailed", "plugin"]
+__all__ = ["GENTLE", "PLUGIN", "Config", "RepeatReminder", "canonical", "detailed", "plugin", "source"]
 
-SOURCE = PluginSource(plugin="repeat-tool-reminder")
-"""The source every reminder carries (a labelled source: an unlabelled one would read as the user's words)."""
+PLUGIN = "repeat-tool-reminder"
+TIMES = "\u00d7"  # the multiplication sign of the original's summary
+FORM = "notice"
+
+
+def source(tool: str, count: int) -> PluginSource:
+    """The source a reminder carries, as the original writes it (`{kind: plugin, plugin: repeat-tool-reminder, form:
+    notice, summary: "read <times sign> 3"}`): labelled, so it never reads as the user's words."""
+    return PluginSource(plugin=PLUGIN, form=FORM, summary=f"{tool} {TIMES} {count}")
+
 
 GENTLE = (
     "You are repeating the exact same tool call with identical arguments. Carefully analyze the previous result "
@@ -97,14 +107,17 @@ class RepeatReminder:
         self._calls: weakref.WeakKeyDictionary[Agent, dict[str, tuple[str, str]]] = (
             weakref.WeakKeyDictionary()
         )
+        self._due: weakref.WeakKeyDictionary[Agent, list[tuple[str, PluginSource]]] = (
+            weakref.WeakKeyDictionary()
+        )
 
     def tracked(self, tool: str) -> bool:
         if self._include and not any(p.match(tool) for p in self._include):
             return False
         return not any(p.match(tool) for p in self._exclude)
 
-    def observe(self, agent: Agent, tool: str, arguments: str) -> str | None:
-        """Count one finished call; the reminder text when its run length is a threshold."""
+    def observe(self, agent: Agent, tool: str, arguments: str) -> tuple[str, PluginSource] | None:
+        """Count one finished call; the reminder (text and source) when its run length is a threshold."""
         if not self.tracked(tool):
             return None
         key = (tool, canonical(arguments))
@@ -114,14 +127,14 @@ class RepeatReminder:
         if count not in self.thresholds:
             return None
         if count == self.thresholds[0]:
-            return GENTLE
+            return GENTLE, source(tool, count)
         cap = self.config.arguments_preview_chars
         shown = key[1] if len(key[1]) <= cap else f"{key[1][:cap]}… (+{len(key[1]) - cap} more chars)"
-        return detailed(tool, count, shown)
+        return detailed(tool, count, shown), source(tool, count)
 
     async def on_event(self, event: AgentEvent) -> None:
         stored = event.event
-        if stored.type not in ("tool/call", "tool/result", "agent/inbox/spliced"):
+        if stored.type not in ("tool/call", "tool/result", "user/message"):
             return
         agent, view = event.agent, stored.view()
         calls = self._calls.setdefault(agent, {})
@@ -132,18 +145,29 @@ class RepeatReminder:
                 if not isinstance(block, ToolResultBlock) or block.tool_call_id not in calls:
                     continue
                 name, arguments = calls.pop(block.tool_call_id)
-                text = self.observe(agent, name, arguments)
-                if text is not None:
-                    # the agent's own input, queued as the call's result lands: it enters the next step
-                    await agent.queue(text, target="next-step", source=SOURCE, sender=agent.id)
-        elif isinstance(view, InboxSpliced) and any(
-            isinstance(m.source, UserSource) for m in view.data.inserted
-        ):
+                reminder = self.observe(agent, name, arguments)
+                if reminder is not None:
+                    self._due.setdefault(agent, []).append(reminder)
+        elif isinstance(view, UserMessageEvent) and isinstance(view.data.source, UserSource):
             self._chains.pop(agent, None)  # the user spoke: repetition across it is not a loop
+
+    async def on_step_results(
+        self, added: tuple[UserMessage, ...], info: StepResults, next_: Next[tuple[UserMessage, ...]]
+    ) -> tuple[UserMessage, ...]:
+        """The reminders the step's results earned, after them (as the original appends its tool contexts)."""
+        due = self._due.pop(info.agent, [])
+        ids = info.agent.log.ids
+        mine = tuple(
+            UserMessage(id=MessageId(ids.new_id("message")), content=(TextBlock(text),), source=said)
+            for text, said in due
+        )
+        return await next_((*mine, *added))
 
 
 def _apply(ctx: Context, config: Config) -> None:
-    ctx.on(EVENT, RepeatReminder(config).on_event)
+    reminder = RepeatReminder(config)
+    ctx.on(EVENT, reminder.on_event)
+    ctx.on(STEP_RESULTS, reminder.on_step_results)
 
 
 plugin = Plugin(

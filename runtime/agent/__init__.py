@@ -11,6 +11,7 @@ from ._events import REQUEST as REQUEST
 from ._events import REQUEST_ERROR as REQUEST_ERROR
 from ._events import STEP_INPUT as STEP_INPUT
 from ._events import STEP_PREVIEW as STEP_PREVIEW
+from ._events import STEP_RESULTS as STEP_RESULTS
 from ._events import AgentError as AgentError
 from ._events import AgentEvent as AgentEvent
 from ._events import Block as Block
@@ -27,6 +28,7 @@ from ._events import Retry as Retry
 from ._events import StepGate as StepGate
 from ._events import StepInput as StepInput
 from ._events import StepPreview as StepPreview
+from ._events import StepResults as StepResults
 from ._inbox import BOUNDARY_TYPES as BOUNDARY_TYPES
 from ._inbox import INBOX_GATE as INBOX_GATE
 from ._inbox import ImmediateGate as ImmediateGate
@@ -64,6 +66,7 @@ __all__ = [
     "PRE_STEP",
     "STEP_INPUT",
     "STEP_PREVIEW",
+    "STEP_RESULTS",
     "REQUEST",
     "REQUEST_ERROR",
     "Agent",
@@ -81,6 +84,7 @@ __all__ = [
     "PreStep",
     "StepInput",
     "StepPreview",
+    "StepResults",
     "Proceed",
     "RequestConfig",
     "RequestFailure",

@@ -33,8 +33,10 @@ __all__ = [
     "RequestConfig",
     "STEP_INPUT",
     "STEP_PREVIEW",
+    "STEP_RESULTS",
     "StepInput",
     "StepPreview",
+    "StepResults",
     "RequestFailure",
     "RequestInfo",
     "Retry",
@@ -89,6 +91,20 @@ STEP_INPUT = Waterfall[tuple[UserMessage, ...], StepInput]("agent/step-input")
 """`listener(added, step_input, next_) -> added`: messages a plugin adds to the step (workspace instructions). They
 enter after the claimed input, right after `step/start`, in the order returned; each is logged as `user/message`.
 Runs once per step, after `agent/pre-step` let the step run."""
+
+
+@dataclass(frozen=True)
+class StepResults:
+    """A step's tool calls have all been answered (their `tool/result`s are logged); the step has not ended."""
+
+    agent: Agent
+    turn: int
+    step: int
+
+
+STEP_RESULTS = Waterfall[tuple[UserMessage, ...], StepResults]("agent/step-results")
+"""`listener(added, step_results, next_) -> added`: messages a plugin adds after a step's tool results (a
+repeat-call reminder), each logged as `user/message` before `step/end`; the model reads them in the next step."""
 
 
 @dataclass(frozen=True)

@@ -80,6 +80,7 @@ from ._events import (
     REQUEST,
     REQUEST_ERROR,
     STEP_INPUT,
+    STEP_RESULTS,
     AgentError,
     Block,
     Fail,
@@ -90,6 +91,7 @@ from ._events import (
     RequestInfo,
     Retry,
     StepInput,
+    StepResults,
 )
 from ._outcome import TurnOutcome
 
@@ -226,6 +228,9 @@ class _Turn:
             calls = [block for block in message if isinstance(block, ToolCallBlock)]
             if calls:
                 await self.run_tools(calls)
+                after = await agent.ctx.waterfall(STEP_RESULTS, (), StepResults(agent, self.turn, self.step))
+                for extra in after:
+                    await agent.append(UserMessageEvent(data=extra, surface_op="append"))
             await agent.append(StepEnd(data=StepData(turn=self.turn, step=self.step)))
             self.step_open = False
             if not calls and not agent.pending("next-step"):  # steering keeps the turn going

@@ -99,11 +99,13 @@ class PluginSource(
     omit_defaults=True,
     kw_only=True,
 ):
-    """A plugin injected it (runtime context, a compaction checkpoint...)."""
+    """A plugin injected it (runtime context, a compaction checkpoint, a notice...). `summary`: a notice's one-line
+    gist (`read \u00d7 3`), as the original writes it."""
 
     plugin: str
     form: str | None = None
     compaction_id: str | None = None
+    summary: str | None = None
 
 
 class ToolSource(msgspec.Struct, frozen=True, tag_field="kind", tag="tool", rename="camel"):

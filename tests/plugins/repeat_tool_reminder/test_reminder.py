@@ -4,11 +4,12 @@ excluded tool is transparent, another call breaks the run."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, cast
 
 import pytest
 
-from dsh.plugins.repeat_tool_reminder import GENTLE, Config, RepeatReminder, canonical, detailed
+from dsh.plugins.repeat_tool_reminder import GENTLE, Config, RepeatReminder, canonical, detailed, source
 from dsh.runtime.agent import Agent
 
 
@@ -17,7 +18,17 @@ class _Agent:
 
 
 def _calls(reminder: RepeatReminder, agent: Any, calls: list[tuple[str, str]]) -> list[str | None]:
-    return [reminder.observe(cast(Agent, agent), name, arguments) for name, arguments in calls]
+    said = [reminder.observe(cast(Agent, agent), name, arguments) for name, arguments in calls]
+    return [None if s is None else s[0] for s in said]
+
+
+def test_a_reminder_carries_the_originals_plugin_source() -> None:
+    reminder, agent = RepeatReminder(Config()), _Agent()
+    said = [reminder.observe(cast(Agent, agent), "read", "{}") for _ in range(3)]
+    assert said[2] is not None
+    assert said[2][1] == source("read", 3)
+    assert said[2][1].summary == "read \u00d7 3"
+    assert said[2][1].form == "notice"
 
 
 def test_the_thresholds_are_three_five_and_eight() -> None:
@@ -59,3 +70,26 @@ def test_a_long_argument_is_quoted_cut() -> None:
 def test_bad_thresholds_are_refused(thresholds: tuple[int, ...]) -> None:
     with pytest.raises(ValueError, match="repeat_tool_reminder"):
         Config(thresholds=thresholds)
+
+
+def test_in_a_run_the_reminder_is_logged_after_the_third_result_and_read_in_the_next_step() -> None:
+    import anyio
+
+    from dsh.replay import load_scenario, rerun
+    from dsh.runtime.llm import PluginSource
+    from dsh.runtime.session import UserMessage as UserMessageEvent
+
+    scenario = Path(__file__).parents[3] / "fixtures" / "authored" / "repeat-tool-reminder"
+    result = anyio.run(rerun, load_scenario(scenario))
+    assert result.divergence is None
+    types = [e.type for e in result.events]
+    reminders = [
+        (index, view.data)
+        for index, view in enumerate(e.view() for e in result.events)
+        if isinstance(view, UserMessageEvent) and isinstance(view.data.source, PluginSource)
+    ]
+    assert len(reminders) == 1
+    index, message = reminders[0]
+    assert types[index - 1 : index + 2] == ["tool/result", "user/message", "step/end"]
+    assert message.source == source("read", 3)
+    assert [tc.name for tc in result.tool_calls] == ["read"] * 4
