@@ -262,7 +262,14 @@ class AcpServer:
         """Tell the client the session's commands (`/compact`, when the deployment compacts), once it has the id."""
         if self.host.ctx.has(COMPACTION):
             commands = [AvailableCommand(name="compact", description=COMPACT_HELP)]
-            self.group.start_soon(self._send, session_id, update_available_commands(commands))
+            self.group.start_soon(self._offer, session_id, update_available_commands(commands))
+
+    async def _offer(self, session_id: str, update: SessionUpdate) -> None:
+        try:
+            await self._send(session_id, update)
+        except (ConnectionError, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            # the client left right after its session/new: there is no one to offer the commands to
+            log.info("available commands for %s not sent: the connection closed", session_id)
 
     async def _send(self, session_id: str, update: SessionUpdate) -> None:
         assert self.client is not None, "the connection sets the client before it reads a request"
