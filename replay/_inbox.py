@@ -12,7 +12,7 @@ import anyio
 import msgspec
 
 from dsh.runtime.agent import Agent, InputSource, QueueTarget, Splice
-from dsh.runtime.llm import OtherSource, PluginSource, ToolSource, UserMessage, UserSource
+from dsh.runtime.llm import InstructionsSource, OtherSource, PluginSource, ToolSource, UserMessage, UserSource
 from dsh.runtime.session import (
     Event,
     InboxSpliced,
@@ -39,7 +39,7 @@ _WAIT_S = 60.0
 """How long a held agent waits for input its recording says is due, before the re-run fails naming it."""
 
 
-def source_kind(source: UserSource | PluginSource | ToolSource | OtherSource) -> str:
+def source_kind(source: UserSource | PluginSource | ToolSource | InstructionsSource | OtherSource) -> str:
     """A source's kind as the log writes it (`user`, `plugin`, `tool`, or a plugin's own such as
     `subagent-report`)."""
     if isinstance(source, OtherSource):
@@ -48,6 +48,8 @@ def source_kind(source: UserSource | PluginSource | ToolSource | OtherSource) ->
         return "user"
     if isinstance(source, PluginSource):
         return "plugin"
+    if isinstance(source, InstructionsSource):
+        return "agent-instructions"
     assert isinstance(source, ToolSource)
     return "tool"
 
@@ -266,6 +268,23 @@ class RecordedInbox:
             return
         slot.taken = True
         slot.splice = splice
+        if sender is not None and sender == agent.id:
+            # an agent's input to itself (workspace instructions queued as its step ends) comes from its own loop,
+            # which cannot also wait at a boundary for it: it enters now, where the recording must have it
+            if slot.delivery.position != session.positions.current:
+                self._problems.append(
+                    ReplayMismatch(
+                        f"replay mismatch: {session.name} records its {kind} input at {slot.delivery.position}, "
+                        f"and the re-run queued it at {session.positions.current}",
+                        session_id=agent.id,
+                        log=session.name,
+                        call=None,
+                        recorded=f"{slot.delivery.target} {kind} at {slot.delivery.position}",
+                        asked=f"{target} {kind} at {session.positions.current}",
+                    )
+                )
+            await slot.enter(session)
+            return
         session.notify()  # an agent held at a boundary may be waiting for this input
         index = session.slots.index(slot)
         while not slot.spliced:

@@ -43,6 +43,7 @@ from ._errors import ReplayMismatch, ScriptError
 from ._hitl import RecordedCommand, recorded_commands
 from ._inbox import RecordedInbox
 from ._inputs import Action, Leave, Resume, Run, Steer, Woken, plan_of_doc, plan_of_log, plan_of_turns
+from ._instructions import instruction_divergence, instruction_messages
 from ._placeholders import CWD_PLACEHOLDER
 from ._plugin import REPLAY
 from ._recording import Recording, child_logs, load_recording
@@ -394,6 +395,7 @@ async def rerun(
             problem = None
         cwd = str(live)
         replayed = [skeleton(store.events(info.id), seed=info.seed_length or 0, cwd=cwd) for info in sessions]
+        told = [instruction_messages(store.events(info.id), seed=info.seed_length or 0) for info in sessions]
         logs = _logs(store, sessions, cwd)
         view = view.replace(cwd, CWD_PLACEHOLDER)
     recorded = [
@@ -405,6 +407,17 @@ async def rerun(
             found = first_divergence(
                 recorded[index] if index < len(recorded) else [],
                 replayed[index] if index < len(replayed) else [],
+            )
+            if found is not None:
+                which = "the primary session" if index == 0 else f"child session {index}"
+                divergence = f"{which}: {found}"
+                break
+    if divergence is None:
+        for index, log in enumerate(recorded_logs[: len(told)]):
+            found = instruction_divergence(
+                instruction_messages((event for event, _ in log.events()), seed=log.info.seed_length),
+                told[index],
+                cwd=cwd,
             )
             if found is not None:
                 which = "the primary session" if index == 0 else f"child session {index}"

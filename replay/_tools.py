@@ -31,6 +31,7 @@ from dsh.runtime.tools import EXECUTOR, Tool, ToolCall, ToolContext, ToolResult
 from dsh.runtime.tools.definition import Execute
 
 from ._adapter import ReplayAdapter
+from ._edits import Edit, apply_edits, recorded_edits
 from ._errors import ReplayMismatch
 from ._placeholders import CWD_PLACEHOLDER
 from ._source import RecordedLog
@@ -46,6 +47,7 @@ class _Tape:
 
     calls: dict[tuple[int, int], list[ToolCallData]] = field(default_factory=dict)
     results: dict[tuple[int, int, str], ToolResultData] = field(default_factory=dict)
+    edits: dict[tuple[int, int, str], list[Edit]] = field(default_factory=dict)
 
 
 def _tape(log: RecordedLog) -> _Tape:
@@ -62,6 +64,7 @@ def _tape(log: RecordedLog) -> _Tape:
             for block in result.message.content:
                 if isinstance(block, ToolResultBlock):
                     tape.results[(result.turn, result.step, block.tool_call_id)] = result
+    tape.edits = recorded_edits(log)
     return tape
 
 
@@ -95,22 +98,57 @@ class RecordedTools:
     async def executor(
         self, execute: Execute, tool: Tool, call: ToolCall, context: ToolContext, next_: Any
     ) -> Any:
-        """The `tools/executor` listener: the tool's own executor for a live tool, the recording's for the rest."""
+        """The `tools/executor` listener: the tool's own executor for a live tool, the recording's for the rest;
+        either way followed by the context edits the recording logged while that call ran (replay/_edits.py)."""
+        chosen: Execute
         if self.mode(tool) == "live":
             live = await next_(execute)
             if not tool.timing_dependent or tool.name in self._modes:
-                return live
+                chosen = live
+            else:
 
-            async def witnessed(arguments: dict[str, Any], context: ToolContext) -> ToolResult:
-                await live(arguments, context)  # what it does happens; what it says comes from the recording
+                async def witnessed(arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+                    await live(
+                        arguments, context
+                    )  # what it does happens; what it says comes from the recording
+                    return self.serve(tool, call, context)
+
+                chosen = witnessed
+        else:
+
+            async def recorded(arguments: dict[str, Any], context: ToolContext) -> ToolResult:
                 return self.serve(tool, call, context)
 
-            return witnessed
+            chosen = recorded
 
-        async def recorded(arguments: dict[str, Any], context: ToolContext) -> ToolResult:
-            return self.serve(tool, call, context)
+        async def then_edits(arguments: dict[str, Any], context: ToolContext) -> ToolResult | str:
+            result = await chosen(arguments, context)
+            edits = self._edits(context)
+            if edits:
+                problem = await apply_edits(edits, context)
+                if problem is not None:
+                    self._adapter.report(problem)
+            return result
 
-        return recorded
+        return then_edits
+
+    def _edits(self, context: ToolContext) -> list[Edit]:
+        """The edits the bound recording logged while the call at this call's place ran."""
+        if context.log is None or context.agent is None:
+            return []
+        name = self._adapter.bindings().get(context.log.info.id)
+        if name is None or name not in self._logs:
+            return []
+        tape = self._tapes.get(name)
+        if tape is None:
+            tape = self._tapes[name] = _tape(self._logs[name])
+        if not tape.edits:
+            return []
+        calls = tape.calls.get((context.turn, context.step), [])
+        position = self._position(context)
+        if position >= len(calls):
+            return []
+        return tape.edits.get((context.turn, context.step, calls[position].call_id), [])
 
     def _mismatch(
         self, message: str, *, session: str | None, log: str | None, recorded: str, asked: str

@@ -14,10 +14,12 @@ from typing import Any, Literal
 
 import anyio
 from acp import PROTOCOL_VERSION, Client, RequestError
+from acp.helpers import update_agent_message_text, update_available_commands
 from acp.schema import (
     AgentCapabilities,
     AllowedOutcome,
     AudioContentBlock,
+    AvailableCommand,
     CloseSessionResponse,
     EmbeddedResourceContentBlock,
     ForkSessionResponse,
@@ -46,12 +48,16 @@ from acp.schema import (
 )
 from anyio.abc import TaskGroup, TaskStatus
 
+from dsh.plugins.compaction import COMPACTION
 from dsh.runtime.agent import (
     AGENTS,
+    COMPACT,
     EVENT,
     SLASH_COMMAND,
     Agent,
     AgentEvent,
+    Compacted,
+    CompactRequest,
     SlashCommand,
     TurnOutcome,
     last_turn_end,
@@ -122,6 +128,26 @@ def _absolute(cwd: str) -> Path:
     if not path.is_absolute():
         raise RequestError(INVALID_PARAMS, f'cwd must be an absolute path, got "{cwd}"', {"cwd": cwd})
     return path
+
+
+COMPACT_HELP = "Compact this session's history now: a summary replaces older messages"
+
+
+def _command(blocks: tuple[UserBlock, ...]) -> str | None:
+    """The slash command a prompt is, if it is one text block holding only the command."""
+    if len(blocks) == 1 and isinstance(blocks[0], TextBlock) and blocks[0].text.strip() == "/compact":
+        return "/compact"
+    return None
+
+
+def compact_text(done: Compacted | None) -> str:
+    """What `/compact` did, as the agent's answer."""
+    if done is None:
+        return "Nothing compacts in this deployment."
+    said = f"History {done.before} -> {done.after} tokens (estimated)."
+    if done.summarised:
+        said = f"Compacted: a summary replaced older messages. {said}"
+    return f"{said} {done.note}." if done.note else said
 
 
 def _user_blocks(prompt: Sequence[ContentBlock]) -> tuple[UserBlock, ...]:
@@ -251,6 +277,19 @@ class AcpServer:
             raise RequestError(INVALID_REQUEST, str(error), data) from error
         return session
 
+    def _advertise(self, session_id: str) -> None:
+        """Tell the client the session's commands (`/compact`, when the deployment compacts), once it has the id."""
+        if self.host.ctx.has(COMPACTION):
+            commands = [AvailableCommand(name="compact", description=COMPACT_HELP)]
+            self.group.start_soon(self._offer, session_id, update_available_commands(commands))
+
+    async def _offer(self, session_id: str, update: SessionUpdate) -> None:
+        try:
+            await self._send(session_id, update)
+        except (ConnectionError, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            # the client left right after its session/new: there is no one to offer the commands to
+            log.info("available commands for %s not sent: the connection closed", session_id)
+
     async def _send(self, session_id: str, update: SessionUpdate) -> None:
         assert self.client is not None, "the connection sets the client before it reads a request"
         await self.client.session_update(session_id=session_id, update=update)
@@ -317,6 +356,7 @@ class AcpServer:
         path = _absolute(cwd)
         _ignore_mcp(mcp_servers)
         session = await self._open(self.agents.create(self.host.options(cwd=path)))
+        self._advertise(session.agent.id)
         return NewSessionResponse(session_id=session.agent.id)
 
     async def load_session(
@@ -345,6 +385,7 @@ class AcpServer:
             return
         self._stored(session_id)
         await self._open(self.agents.resume(session_id, self.host.options(cwd=cwd)))
+        self._advertise(session_id)
 
     async def fork_session(
         self, session_id: str, cwd: str, mcp_servers: Sequence[object] | None = None, **_: Any
@@ -400,6 +441,11 @@ class AcpServer:
                 f'session "{session_id}" is already running a prompt; cancel it or wait for its response',
                 {"sessionId": session_id},
             )
+        if _command(blocks) == "/compact":
+            async with session.busy:
+                done = await session.agent.ctx.waterfall(COMPACT, None, CompactRequest(session.agent))
+            await self._send(session_id, update_agent_message_text(compact_text(done)))
+            return PromptResponse(stop_reason="end_turn")
         # The scope is in place before anything awaits, so a session/cancel that arrives at once still lands.
         scope = session.turn = anyio.CancelScope()
         outcome: TurnOutcome | None = None

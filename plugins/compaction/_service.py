@@ -18,6 +18,8 @@ import msgspec
 from dsh.runtime.agent import (
     Agent,
     AgentEvent,
+    Compacted,
+    CompactRequest,
     ErrorDecision,
     PreStep,
     Proceed,
@@ -455,6 +457,29 @@ class Compaction:
         if outcome.shrank:
             return Retry()
         return await next_(decision)
+
+    async def on_compact(
+        self, done: Compacted | None, request: CompactRequest, next_: Next[Compacted | None]
+    ) -> Compacted | None:
+        """Compact on request (`/compact`), between turns: prune, then summarise whatever is older than the kept
+        tail, whatever the estimate; logged as any compaction (as the next turn's first step would)."""
+        done = await next_(done)
+        if done is not None:
+            return done
+        agent = request.agent
+        before = sum(node.tokens for node in self.nodes(agent))
+        if agent.busy:
+            return Compacted(before, before, False, "a turn is running: compact between turns")
+        system, tools = _header_parts(agent.header)
+        turn = agent.log.state.last_turn + 1
+        outcome = await self.compact(agent, turn=turn, step=1, system=system, tools=tools, force=True)
+        await agent.log.flush()
+        note = None
+        if outcome.failure is not None:
+            note = f"the summary failed: {outcome.failure.message}"
+        elif not outcome.summarised and not outcome.pruned:
+            note = "nothing to compact: the history is no longer than the part always kept"
+        return Compacted(outcome.before, outcome.after, bool(outcome.summarised), note)
 
     async def on_event(self, event: AgentEvent) -> None:
         """Calibrate on every response that reports usage: the tokens it was sent against the meter's estimate of

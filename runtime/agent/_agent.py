@@ -20,8 +20,6 @@ from dsh.runtime.llm import (
     CallConfig,
     Message,
     MessageId,
-    OtherSource,
-    PluginSource,
     TextBlock,
     UserBlock,
     UserMessage,
@@ -47,7 +45,7 @@ from dsh.runtime.session import AssistantMessageData as _ModelData
 from dsh.runtime.session import ToolResultData as _ResultData
 
 from ._events import EVENT, AgentEvent
-from ._inbox import BOUNDARY_TYPES, INBOX_GATE, ImmediateGate, InboxGate, QueueTarget
+from ._inbox import BOUNDARY_TYPES, INBOX_GATE, ImmediateGate, InboxGate, InputSource, QueueTarget
 from ._outcome import TurnOutcome
 
 if TYPE_CHECKING:
@@ -189,7 +187,7 @@ class Agent:
         content: InboxInput,
         *,
         target: QueueTarget = "next-turn",
-        source: UserSource | PluginSource | OtherSource | None = None,
+        source: InputSource | None = None,
         source_wire: dict[str, object] | None = None,
         wake: bool = True,
         sender: str | None = None,

@@ -1,14 +1,16 @@
-"""The agent loop's events, declared once here with their payloads: `agent/pre-step`, `agent/request`,
-`agent/request-error`, `agent/error`, `agent/event` (every event an agent appends, for clients), `agent/prompt-submit`
-(a user's prompt entering a turn) and `agent/turn-stopping` (a turn about to end)."""
+"""The agent loop's events, declared once here with their payloads: `agent/pre-step`, `agent/step-input`,
+`agent/step-results`, `agent/request`, `agent/request-error`, `agent/error`, `agent/event` (every event an agent
+appends, for clients), `agent/prompt-submit` (a user's prompt entering a turn), `agent/turn-stopping` (a turn about
+to end), the slash commands and compaction on request."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dsh.runtime.kernel import Emit, Waterfall
-from dsh.runtime.llm import CallConfig, LlmFailure, Message, PluginSource, ToolSpec
+from dsh.runtime.llm import CallConfig, LlmFailure, Message, PluginSource, ToolSpec, UserMessage
 from dsh.runtime.session import StoredEvent
 
 if TYPE_CHECKING:
@@ -32,12 +34,21 @@ __all__ = [
     "REQUEST_ERROR",
     "AgentError",
     "AgentEvent",
+    "COMPACT",
+    "CompactRequest",
+    "Compacted",
     "Block",
     "ErrorDecision",
     "Fail",
     "PreStep",
     "Proceed",
     "RequestConfig",
+    "STEP_INPUT",
+    "STEP_PREVIEW",
+    "STEP_RESULTS",
+    "StepInput",
+    "StepPreview",
+    "StepResults",
     "RequestFailure",
     "RequestInfo",
     "Retry",
@@ -75,6 +86,73 @@ StepGate = Proceed | Block
 
 PRE_STEP = Waterfall[StepGate, PreStep]("agent/pre-step")
 """`listener(gate, pre_step, next_) -> StepGate`. Runs once per step, after render, before `step/start`."""
+
+
+@dataclass(frozen=True)
+class StepInput:
+    """A step about to start: `claimed` is the input it took from the agent's inbox (the prompt, steering, queued
+    notices), in the order it enters."""
+
+    agent: Agent
+    turn: int
+    step: int
+    claimed: tuple[UserMessage, ...]
+
+
+STEP_INPUT = Waterfall[tuple[UserMessage, ...], StepInput]("agent/step-input")
+"""`listener(added, step_input, next_) -> added`: messages a plugin adds to the step (workspace instructions). They
+enter after the claimed input, right after `step/start`, in the order returned; each is logged as `user/message`.
+Runs once per step, after `agent/pre-step` let the step run."""
+
+
+@dataclass(frozen=True)
+class StepResults:
+    """A step's tool calls have all been answered (their `tool/result`s are logged); the step has not ended."""
+
+    agent: Agent
+    turn: int
+    step: int
+
+
+STEP_RESULTS = Waterfall[tuple[UserMessage, ...], StepResults]("agent/step-results")
+"""`listener(added, step_results, next_) -> added`: messages a plugin adds after a step's tool results (a
+repeat-call reminder), each logged as `user/message` before `step/end`; the model reads them in the next step."""
+
+
+@dataclass(frozen=True)
+class StepPreview:
+    """What a step would be sent, asked without running it (`dsh prompt`, chat's `/prompt`): the working directory
+    and the conversation so far (empty: a new session)."""
+
+    cwd: Path | None
+    messages: tuple[Message, ...] = ()
+
+
+STEP_PREVIEW = Waterfall[tuple[UserMessage, ...], StepPreview]("agent/step-preview")
+"""`listener(added, preview, next_) -> added`: the messages a plugin would add to the next step (as on
+`agent/step-input`), computed without remembering anything or logging."""
+
+
+@dataclass(frozen=True)
+class CompactRequest:
+    """Someone asked to compact `agent`'s history now (chat's `/compact`, ACP's `/compact`), between turns."""
+
+    agent: Agent
+
+
+@dataclass(frozen=True)
+class Compacted:
+    """What a compaction asked for did: the history's estimated tokens before and after, whether a summary
+    replaced older messages, and, when nothing could be done or the summariser failed, why (`note`)."""
+
+    before: int
+    after: int
+    summarised: bool
+    note: str | None = None
+
+
+COMPACT = Waterfall[Compacted | None, CompactRequest]("agent/compact")
+"""`listener(done, request, next_) -> done`: the deployment's compaction answers (None: nothing compacts)."""
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from dsh.runtime.kernel import ServiceKey
-from dsh.runtime.llm import OtherSource, PluginSource, UserSource
+from dsh.runtime.llm import InstructionsSource, OtherSource, PluginSource, UserSource
 from dsh.runtime.session import Event, InboxTarget, StepEnd, StepStart, TurnEnd, TurnStart
 
 if TYPE_CHECKING:
@@ -33,8 +33,9 @@ QueueTarget = InboxTarget | Literal["next"]
 running when the input is admitted, else the next turn (which it starts when the agent is idle). Decided at
 admission, so a replay that admits the input at its recorded position decides as the recording did."""
 
-InputSource = UserSource | PluginSource | OtherSource
-"""Where a queued input comes from: the user, a plugin, or a plugin's own kind (`subagent-report`, ...)."""
+InputSource = UserSource | PluginSource | InstructionsSource | OtherSource
+"""Where a queued input comes from: the user, a plugin, workspace instructions, or a plugin's own kind
+(`subagent-report`, ...)."""
 
 Splice = Callable[[], Awaitable[None]]
 """Appends the queued input's `agent/inbox/spliced`: the gate calls it once, when it admits the input."""

@@ -80,6 +80,8 @@ from ._events import (
     PROMPT_SUBMIT,
     REQUEST,
     REQUEST_ERROR,
+    STEP_INPUT,
+    STEP_RESULTS,
     TURN_STOPPING,
     AddContext,
     AgentError,
@@ -92,6 +94,8 @@ from ._events import (
     RequestFailure,
     RequestInfo,
     Retry,
+    StepInput,
+    StepResults,
     TurnStopping,
 )
 from ._outcome import TurnOutcome
@@ -208,6 +212,11 @@ class _Turn:
             )
             if isinstance(gate, Block):
                 return await self.end(TurnEndReason(kind="blocked", message=gate.reason))
+            step_input = await agent.ctx.waterfall(
+                STEP_INPUT,
+                (),
+                StepInput(agent, self.turn, self.step, tuple(item.message for item in entering)),
+            )
             await agent.append(StepStart(data=StepData(turn=self.turn, step=self.step)))
             self.step_open = True
             for item in entering:
@@ -217,6 +226,8 @@ class _Turn:
                     tuple(TextBlock(text) for text in added.texts),
                     added.source or PluginSource(plugin="hooks"),
                 )
+            for extra in step_input:
+                await agent.append(UserMessageEvent(data=extra, surface_op="append"))
             if snapshot and snapshot != agent.snapshot:  # the log's state: the newest snapshot on the surface
                 await self.user_message((TextBlock(snapshot),), _SNAPSHOT_SOURCE)
             route = await agent.ctx.waterfall(
@@ -242,6 +253,9 @@ class _Turn:
             calls = [block for block in message if isinstance(block, ToolCallBlock)]
             if calls:
                 await self.run_tools(calls)
+                after = await agent.ctx.waterfall(STEP_RESULTS, (), StepResults(agent, self.turn, self.step))
+                for extra in after:
+                    await agent.append(UserMessageEvent(data=extra, surface_op="append"))
             await agent.append(StepEnd(data=StepData(turn=self.turn, step=self.step)))
             self.step_open = False
             if not calls and not agent.pending("next-step"):  # a Stop hook may queue steering here

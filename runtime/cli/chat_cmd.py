@@ -33,12 +33,17 @@ from rich.table import Table
 
 from dsh.runtime.agent import (
     AGENTS,
+    COMPACT,
     EVENT,
     SLASH_COMMAND,
+    STEP_PREVIEW,
     Agent,
     AgentEvent,
     AgentOptions,
+    Compacted,
+    CompactRequest,
     SlashCommand,
+    StepPreview,
     assemble_context_for,
     last_turn_end,
 )
@@ -63,6 +68,7 @@ from dsh.runtime.session import is_postgres_url
 from dsh.runtime.tools import ASK, QUESTION
 
 from ._approval import terminal_answerer, terminal_questioner
+from .prompt_cmd import message_source, message_text
 from .sessions_cmd import sessions_table
 
 __all__ = ["COMMANDS", "EditingReader", "Interrupts", "LineReader", "Reader", "chat", "history_path"]
@@ -77,6 +83,7 @@ COMMANDS = {
     "/fork": "fork this session at the end of its last turn and continue in the fork",
     "/sessions": "list the sessions in the store (* marks this one)",
     "/prompt": "show the system prompt this agent's next step would send",
+    "/compact": "compact this session's history now (a summary replaces older messages)",
     "/permission PRESET": "switch the permission preset: read-only, workspace-write, danger-full-access (interaction)",
     "/approval POLICY": "switch the approval policy: ask, never, auto-allow (interaction)",
     "/sandbox MODE": "switch bash's sandbox mode: read-only, workspace-write, danger-full-access (interaction)",
@@ -391,8 +398,17 @@ class _Chat:
                 assembly = await agent.ctx.get(SYSTEM_PROMPT).assemble(assemble_context_for(agent))
                 system = render_prompt(assembly)
                 self.out.print(system or "(empty: the request carries no system text)", markup=False)
+                added = await agent.ctx.waterfall(STEP_PREVIEW, (), StepPreview(agent.cwd, agent.messages()))
+                for message in added:
+                    self.out.print(
+                        f"[dim]user message ({escape(message_source(message))}):[/]", highlight=False
+                    )
+                    self.out.print(message_text(message), markup=False)
                 names = ", ".join(tool.name for tool in assembly.tools) or "none"
                 self.out.print(f"[dim]tools: {escape(names)}[/]", highlight=False)
+            elif word == "/compact":
+                done = await agent.ctx.waterfall(COMPACT, None, CompactRequest(agent))
+                self.out.print(compact_report(done), highlight=False)
             else:
                 reply = await agent.ctx.waterfall(SLASH_COMMAND, None, SlashCommand(agent, word[1:], rest))
                 if reply is None:
@@ -407,6 +423,18 @@ class _Chat:
             DshError
         ) as error:  # a failed command (a prompt that does not render) is reported; the chat goes on
             self.out.print(f"[bold red]error:[/] {escape(str(error))}", highlight=False)
+
+
+def compact_report(done: Compacted | None) -> str:
+    """One line saying what `/compact` did."""
+    if done is None:
+        return "[yellow]nothing compacts in this deployment: add the compaction plugin[/]"
+    said = f"history {done.before} → {done.after} tokens (estimated)"
+    if done.summarised:
+        said = f"compacted: a summary replaced older messages; {said}"
+    if done.note:
+        said = f"{said}; {escape(done.note)}"
+    return f"[dim]{said}[/]"
 
 
 def _help() -> Table:
@@ -481,7 +509,7 @@ def chat(
 ) -> None:
     """Talk with the deployment's agent in the terminal, one turn per line you type.
 
-    Each turn streams as it arrives. Ctrl-C cancels a running turn (it is logged aborted); Ctrl-C at the prompt or Ctrl-D exits. Slash commands: /fork, /sessions, /prompt, /help, /exit.
+    Each turn streams as it arrives. Ctrl-C cancels a running turn (it is logged aborted); Ctrl-C at the prompt or Ctrl-D exits. Slash commands: /fork, /sessions, /prompt, /compact, /help, /exit.
 
     Example: dsh chat --config examples/coding-agent.yml --session 01J5Z3...
     """

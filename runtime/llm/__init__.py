@@ -29,6 +29,8 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from ._content import CallId as CallId
     from ._content import ContentBlock as ContentBlock
     from ._content import ImageBlock as ImageBlock
+    from ._content import InstructionChange as InstructionChange
+    from ._content import InstructionsSource as InstructionsSource
     from ._content import Message as Message
     from ._content import MessageId as MessageId
     from ._content import MessageSource as MessageSource
@@ -92,6 +94,8 @@ __all__ = [
     "MessageId",
     "MessageSource",
     "ModelSource",
+    "InstructionChange",
+    "InstructionsSource",
     "OtherSource",
     "PluginSource",
     "ProviderConflictError",
@@ -148,6 +152,8 @@ _LAZY = {
     "MessageId": "._content",
     "MessageSource": "._content",
     "ModelSource": "._content",
+    "InstructionChange": "._content",
+    "InstructionsSource": "._content",
     "OtherSource": "._content",
     "PluginSource": "._content",
     "ReasoningBlock": "._content",

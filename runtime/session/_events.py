@@ -791,7 +791,7 @@ def _message_id(data: dict[str, Any], seq: int) -> None:
         data["id"] = f"seq-{seq}"  # an older log's message has no id: the event's seq names it, stably
 
 
-_SOURCE_KINDS = frozenset({"user", "plugin", "tool", "model", "other"})
+_SOURCE_KINDS = frozenset({"user", "plugin", "tool", "model", "agent-instructions", "other"})
 
 
 def _source_kind(message: dict[str, Any]) -> None:

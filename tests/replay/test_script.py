@@ -38,6 +38,11 @@ from .logs import HARNESS, PROVIDER, LogBuilder, text_call
 
 # (turn, step, attempt, kind, finish) of every entry, per recorded log.
 EXPECTED: dict[str, list[tuple[int, int, int, str, str]]] = {
+    "agent-instructions/session.jsonl": [
+        (1, 1, 1, "model", "tool-calls"),
+        (1, 2, 1, "model", "tool-calls"),
+        (1, 3, 1, "model", "stop"),
+    ],
     "bash-tool-turn/session.jsonl": [(1, 1, 1, "model", "tool-calls"), (1, 2, 1, "model", "stop")],
     "compaction-recovery/session.jsonl": [
         (1, 1, 1, "model", "tool-calls"),

@@ -13,6 +13,7 @@ from acp import PROTOCOL_VERSION, RequestError, text_block
 from acp.schema import (
     AgentMessageChunk,
     AgentThoughtChunk,
+    AvailableCommandsUpdate,
     ContentToolCallContent,
     TextContentBlock,
     ToolCallProgress,
@@ -396,3 +397,30 @@ async def test_stdin_and_stdout_may_be_regular_files(tmp_path: Path) -> None:
         )
     answered = [json.loads(line) for line in answers.read_text().splitlines()]
     assert [(m["id"], "result" in m) for m in answered] == [(1, True), (2, True)]
+
+
+async def test_compact_is_an_available_command_that_compacts_the_session(tmp_path: Path) -> None:
+    recorder = Recorder()
+    compaction: dict[str, object] = {"id": "compaction", "use": "compaction", "config": {"prune": False}}
+    replies = (answer("first answer"), answer("second answer"), answer("Summary: they said hello twice."))
+    async with loopback(*replies) as server:
+        config = write_deployment(tmp_path / "deployment.yml", server.base_url, extra=(compaction,))
+        async with dsh_acp(tmp_path, config, recorder) as (conn, _):
+            with anyio.fail_after(60):
+                await conn.initialize(protocol_version=PROTOCOL_VERSION)
+                session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+                await recorder.wait_for(lambda u: any(isinstance(x, AvailableCommandsUpdate) for _, x in u))
+                for word in ("hello ", "again "):
+                    await conn.prompt(session_id=session.session_id, prompt=[text_block(word * 400)])
+                response = await conn.prompt(session_id=session.session_id, prompt=[text_block("/compact")])
+    updates = recorder.of(session.session_id)
+    offered = [u for u in updates if isinstance(u, AvailableCommandsUpdate)]
+    assert [c.name for c in offered[0].available_commands] == ["compact"]
+    said = text_of(updates, AgentMessageChunk)
+    assert said.startswith("first answersecond answerCompacted: a summary replaced older messages. History ")
+    assert said.endswith(" tokens (estimated).")
+    assert response.stop_reason == "end_turn"
+    with SessionStore(tmp_path / "sessions.db") as store:
+        types = [e.type for e in store.events(session.session_id)]
+    assert types.count("compaction/summary") == 1
+    assert types.count("turn/start") == 2  # /compact is a command, not a turn

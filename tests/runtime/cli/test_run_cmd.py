@@ -148,6 +148,21 @@ async def test_prompt_reads_the_deployment_from_dsh_config(tmp_path: Path) -> No
     assert out.startswith("# system prompt")
 
 
+async def test_prompt_shows_the_workspace_instructions_the_first_step_would_send(tmp_path: Path) -> None:
+    workspace = tmp_path / "repo"
+    (workspace / ".git").mkdir(parents=True)
+    (workspace / "AGENTS.md").write_text("Use tabs.\n")
+    example = str(ROOT / "examples" / "coding-agent.yml")
+    home = {"DSH_HOME": str(tmp_path / "home")}  # no user-global AGENTS.md
+    code, out, err = await dsh("prompt", "--config", example, "--cwd", str(workspace), env=home)
+    assert code == 0, err
+    assert "# user message (agent-instructions)\n\n<system-reminder>\n" in out
+    assert "Instructions from: AGENTS.md\n\nUse tabs.\n" in out
+    code, out, err = await dsh("prompt", "--config", example, "--cwd", str(workspace), "--json", env=home)
+    assert code == 0, err
+    assert '"kind": "agent-instructions"' in out
+
+
 async def test_sessions_show_takes_an_id_prefix_and_says_why_a_turn_failed(tmp_path: Path) -> None:
     store = str(tmp_path / "s.db")
     recording = str(ROOT / "fixtures" / "harness" / "error-finish")
