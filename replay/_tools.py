@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, NoReturn
 
 from dsh.runtime.kernel import Context
-from dsh.runtime.llm import TextBlock, ToolResultBlock
+from dsh.runtime.llm import ImageBlock, TextBlock, ToolResultBlock
 from dsh.runtime.session import ToolCall as ToolCallEvent
 from dsh.runtime.session import ToolCallData, ToolResultData
 from dsh.runtime.session import ToolResult as ToolResultEvent
@@ -203,12 +203,13 @@ class RecordedTools:
             b for b in result.message.content if isinstance(b, ToolResultBlock) and b.tool_call_id == call_id
         )
         parts = block.content
-        text = parts[0].text if len(parts) == 1 and isinstance(parts[0], TextBlock) else None
-        if text is None:
+        first, images = (parts[0], parts[1:]) if parts else (None, ())
+        text = first.text if isinstance(first, TextBlock) else None
+        if text is None or not all(isinstance(p, ImageBlock) for p in images):
             kinds = [type(p).__name__ for p in parts]
             self._mismatch(
-                f"at {place} the recorded result in {log} is not one text block ({kinds}), "
-                "which is all a tool returns",
+                f"at {place} the recorded result in {log} is not one text block followed by images ({kinds}), "
+                "which is what a tool returns",
                 session=session,
                 log=log,
                 recorded=f"{len(parts)} content blocks",
@@ -220,6 +221,7 @@ class RecordedTools:
             is_error=block.is_error,
             code=None if result.error is None else result.error.code,
             meta=meta if isinstance(meta, dict) else {},
+            images=tuple(p for p in images if isinstance(p, ImageBlock)),
         )
 
     @staticmethod
