@@ -137,7 +137,9 @@ def expand(value: str, environ: Mapping[str, str], *, where: str) -> str:
             return found
         if default is not None:
             return default
-        raise ConfigError(f"{where}: ${{{name}}} is not set in the environment (set it, or write ${{{name}:-default}})")
+        raise ConfigError(
+            f"{where}: ${{{name}}} is not set in the environment (set it, or write ${{{name}:-default}})"
+        )
 
     return _REFERENCE.sub(one, value)
 

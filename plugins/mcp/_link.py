@@ -122,7 +122,9 @@ class _LiveLink:
                     f"did not answer within {timeout:g}s (the request was cancelled)", lost=False
                 ) from None
             if error.code == mcp_types.CONNECTION_CLOSED or self.closed.is_set():
-                raise LinkError(f"closed the connection during the call ({error.message})", lost=True) from None
+                raise LinkError(
+                    f"closed the connection during the call ({error.message})", lost=True
+                ) from None
             raise  # a JSON-RPC error answer: the caller reports it
         return map_result(result, server=self.server, tool=raw)
 
@@ -156,9 +158,7 @@ async def _watch(
 
 
 @asynccontextmanager
-async def _transport(
-    ref: ServerRef, stack: AsyncExitStack
-) -> AsyncIterator[tuple[Any, Any, IO[str] | None]]:
+async def _transport(ref: ServerRef, stack: AsyncExitStack) -> AsyncIterator[tuple[Any, Any, IO[str] | None]]:
     spec = ref.spec
     if isinstance(spec, StdioServer):
         cwd = Path(spec.cwd) if spec.cwd is not None else ref.workspace
@@ -188,23 +188,22 @@ async def live_connector(ref: ServerRef, on_tools_changed: Callable[[], None]) -
         if isinstance(message, mcp_types.ToolListChangedNotification):
             on_tools_changed()
 
-    async with AsyncExitStack() as stack:
-        async with _transport(ref, stack) as (read, write, stderr):
-            closed = anyio.Event()
-            sink, source = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-            async with anyio.create_task_group() as group:
-                group.start_soon(_watch, read, sink, closed)
-                try:
-                    session = ClientSession(
-                        source,
-                        write,
-                        message_handler=on_message,
-                        client_info=mcp_types.Implementation(name="dsh", version=version()),
-                    )
-                    async with session:
-                        link = _LiveLink(ref.name, session, stderr)
-                        link.closed = closed
-                        await session.initialize()
-                        yield link
-                finally:
-                    group.cancel_scope.cancel()
+    async with AsyncExitStack() as stack, _transport(ref, stack) as (read, write, stderr):
+        closed = anyio.Event()
+        sink, source = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+        async with anyio.create_task_group() as group:
+            group.start_soon(_watch, read, sink, closed)
+            try:
+                session = ClientSession(
+                    source,
+                    write,
+                    message_handler=on_message,
+                    client_info=mcp_types.Implementation(name="dsh", version=version()),
+                )
+                async with session:
+                    link = _LiveLink(ref.name, session, stderr)
+                    link.closed = closed
+                    await session.initialize()
+                    yield link
+            finally:
+                group.cancel_scope.cancel()

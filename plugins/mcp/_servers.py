@@ -26,7 +26,14 @@ from ._link import Connector, Link, LinkError, ListedTool, ServerRef, live_conne
 if TYPE_CHECKING:
     from dsh.runtime.agent import Agent
 
-__all__ = ["CONNECT", "MCP_ERROR", "MCP_SERVER_FAILED", "MCP_SERVER_UNAVAILABLE", "ServerStatus", "SessionServers"]
+__all__ = [
+    "CONNECT",
+    "MCP_ERROR",
+    "MCP_SERVER_FAILED",
+    "MCP_SERVER_UNAVAILABLE",
+    "ServerStatus",
+    "SessionServers",
+]
 
 log = logging.getLogger("dsh.mcp")
 

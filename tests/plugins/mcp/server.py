@@ -1,7 +1,7 @@
 """A real MCP server for the mcp plugin's tests and benchmark, on the `mcp` SDK's MCPServer (FastMCP in SDK 1):
 `python server.py stdio` serves over stdin/stdout, `python server.py http PORT` over streamable HTTP on 127.0.0.1.
-Its tools return text, an image, structured content and an error; one hangs until cancelled (and writes
-`cancelled <marker>` to the file `$MCP_TEST_LOG` when the client cancels it), one kills the server, one adds a
+Its tools return text, an image, structured content and an error; one hangs until cancelled (it writes
+`started <marker>`, then `cancelled <marker>` to the file `$MCP_TEST_LOG` when the client cancels it), one kills the server, one adds a
 tool and tells the client its tool list changed. `$MCP_TEST_LOG` also gets `env <NAME>` lines for `report_env`."""
 
 from __future__ import annotations
@@ -55,6 +55,7 @@ def fail(message: str) -> str:
 
 @server.tool(description="Wait until cancelled.")
 async def hang(marker: str) -> str:
+    _note(f"started {marker}")
     try:
         await anyio.sleep_forever()
     finally:
