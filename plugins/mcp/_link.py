@@ -29,7 +29,7 @@ from dsh.runtime.about import version
 from dsh.runtime.tools import ToolResult
 from dsh.runtime.tools.guard import guarded
 
-from ._config import HttpServer, ServerSpec, StdioServer
+from ._config import HttpServer, ServerSpec, StdioServer, resolved
 from ._results import map_result, tool_name
 
 __all__ = ["Connector", "Link", "LinkError", "ListedTool", "ServerRef", "live_connector"]
@@ -50,8 +50,9 @@ class ListedTool:
 
 @dataclass(frozen=True)
 class ServerRef:
-    """Which server a connector connects: its name, its spec (secrets resolved), the workspace it serves, and the
-    environment a stdio server starts with."""
+    """Which server a connector connects: its name, its spec as configured (`${NAME}` references unresolved: the
+    live connector resolves them, so a replay needs none of them set), the workspace it serves, and the environment
+    the tool environment policy gives a stdio server (its spec's `env` is added to it)."""
 
     name: str
     spec: ServerSpec
@@ -159,14 +160,14 @@ async def _watch(
 
 @asynccontextmanager
 async def _transport(ref: ServerRef, stack: AsyncExitStack) -> AsyncIterator[tuple[Any, Any, IO[str] | None]]:
-    spec = ref.spec
+    spec = resolved(ref.spec, os.environ, where=f'MCP server "{ref.name}"')
     if isinstance(spec, StdioServer):
         cwd = Path(spec.cwd) if spec.cwd is not None else ref.workspace
         if not cwd.is_absolute():
             cwd = ref.workspace / cwd
         argv = guarded([spec.command, *spec.args])  # dies with dsh, even by SIGKILL
         stderr = stack.enter_context(tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace"))
-        params = StdioServerParameters(command=argv[0], args=argv[1:], env=dict(ref.env), cwd=cwd)
+        params = StdioServerParameters(command=argv[0], args=argv[1:], env={**ref.env, **spec.env}, cwd=cwd)
         read, write = await stack.enter_async_context(stdio_client(params, errlog=stderr))
         yield read, write, stderr
         return

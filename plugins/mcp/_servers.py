@@ -20,7 +20,7 @@ from mcp.shared.exceptions import MCPError
 from dsh.runtime.kernel import Context, Disposer, Waterfall
 from dsh.runtime.tools import TOOL_ENV, TOOLS, Tool, ToolContext, ToolResult
 
-from ._config import McpConfig, ServerSpec, StdioServer, resolved
+from ._config import McpConfig, ServerSpec, StdioServer
 from ._link import Connector, Link, LinkError, ListedTool, ServerRef, live_connector
 
 if TYPE_CHECKING:
@@ -80,11 +80,10 @@ class _Server:
 
     def _ref(self) -> ServerRef:
         owner = self.owner
-        spec = resolved(self.spec, os.environ, where=f'MCP server "{self.name}"')
         env: dict[str, str] = {}
-        if isinstance(spec, StdioServer):
-            env = owner.ctx.get(TOOL_ENV).child_env(os.environ, owner.config.env.policy()) | spec.env
-        return ServerRef(self.name, spec, owner.workspace, env)
+        if isinstance(self.spec, StdioServer):
+            env = owner.ctx.get(TOOL_ENV).child_env(os.environ, owner.config.env.policy())
+        return ServerRef(self.name, self.spec, owner.workspace, env)
 
     async def _hold(
         self, connector: Connector, ref: ServerRef, stop: anyio.Event, *, task_status: TaskStatus[Link]
