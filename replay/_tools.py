@@ -259,8 +259,11 @@ class _RecordedServer:
     async def tools(self) -> Sequence[ListedTool]:
         return self._tools
 
-    async def call(self, raw: str, arguments: dict[str, Any], timeout: float) -> ToolResult:
-        raise LinkError(f"is served from the recording; its tool {raw} runs only when the scenario names it live", lost=False)
+    async def call(self, raw: str, arguments: dict[str, Any], limit_s: float) -> ToolResult:
+        raise LinkError(
+            f"is served from the recording; its tool {raw} runs only when the scenario names it live",
+            lost=False,
+        )
 
     def diagnosis(self) -> str:
         return ""
@@ -292,7 +295,9 @@ def recorded_servers(adapter: ReplayAdapter, modes: Mapping[str, ToolMode]) -> C
         ]
 
         @asynccontextmanager
-        async def recorded(ref: ServerRef, on_tools_changed: Callable[[], None]) -> AsyncIterator[_RecordedServer]:
+        async def recorded(
+            ref: ServerRef, on_tools_changed: Callable[[], None]
+        ) -> AsyncIterator[_RecordedServer]:
             yield _RecordedServer(ref.name, tools)
 
         return recorded

@@ -76,7 +76,7 @@ class Link(Protocol):
 
     async def tools(self) -> Sequence[ListedTool]: ...
 
-    async def call(self, raw: str, arguments: dict[str, Any], timeout: float) -> ToolResult: ...
+    async def call(self, raw: str, arguments: dict[str, Any], limit_s: float) -> ToolResult: ...
 
     def diagnosis(self) -> str:
         """What the server said before it went (a stdio server's stderr tail), or ''."""
@@ -114,13 +114,13 @@ class _LiveLink:
             if cursor is None:
                 return listed
 
-    async def call(self, raw: str, arguments: dict[str, Any], timeout: float) -> ToolResult:
+    async def call(self, raw: str, arguments: dict[str, Any], limit_s: float) -> ToolResult:
         try:
-            result = await self.session.call_tool(raw, arguments, read_timeout_seconds=timeout)
+            result = await self.session.call_tool(raw, arguments, read_timeout_seconds=limit_s)
         except MCPError as error:
             if error.code == mcp_types.REQUEST_TIMEOUT:
                 raise LinkError(
-                    f"did not answer within {timeout:g}s (the request was cancelled)", lost=False
+                    f"did not answer within {limit_s:g}s (the request was cancelled)", lost=False
                 ) from None
             if error.code == mcp_types.CONNECTION_CLOSED or self.closed.is_set():
                 raise LinkError(
@@ -166,7 +166,8 @@ async def _transport(ref: ServerRef, stack: AsyncExitStack) -> AsyncIterator[tup
         if not cwd.is_absolute():
             cwd = ref.workspace / cwd
         argv = guarded([spec.command, *spec.args])  # dies with dsh, even by SIGKILL
-        stderr = stack.enter_context(tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace"))
+        # closed by the stack, after the process is gone (its tail goes into errors until then)
+        stderr = stack.enter_context(tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace"))  # noqa: SIM115
         params = StdioServerParameters(command=argv[0], args=argv[1:], env={**ref.env, **spec.env}, cwd=cwd)
         read, write = await stack.enter_async_context(stdio_client(params, errlog=stderr))
         yield read, write, stderr

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -153,8 +153,8 @@ class _Server:
 
     # ------------------------------------------------------------------ tools
 
-    def _set_tools(self, listed: list[ListedTool]) -> None:
-        self.listed = listed
+    def _set_tools(self, listed: Sequence[ListedTool]) -> None:
+        self.listed = list(listed)
         for key in list(self._registered):
             self._unmount_key(key)
         for ctx in self.owner.mounted():

@@ -12,11 +12,13 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import anyio
 
 from dsh.plugins import mcp
 from dsh.runtime.agent import Agent, AgentOptions
@@ -71,7 +73,7 @@ def http_server(tmp: Path) -> Iterator[HttpServer]:
                 if process.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError(
                         f"the test MCP server did not start: {(tmp / 'server.stderr').read_text()}"
-                    )
+                    ) from None
                 time.sleep(0.05)
         yield HttpServer(f"http://127.0.0.1:{port}/mcp", log, process)
     finally:
@@ -125,6 +127,19 @@ def results(agent: Agent) -> list[Logged]:
                     )
                 )
     return found
+
+
+async def until(check: Callable[[], bool]) -> None:
+    """Poll `check` until it holds (the caller bounds the wait with anyio.fail_after)."""
+    while True:
+        if check():
+            return
+        await anyio.sleep(0.02)
+
+
+def logged(log: Path, line: str) -> Callable[[], bool]:
+    """Whether the test server has written `line` to its log."""
+    return lambda: log.exists() and line in log.read_text()
 
 
 def tool_names(adapter: ScriptedAdapter, request: int) -> list[str]:

@@ -24,11 +24,13 @@ from .harness import (
     Logged,
     arguments,
     http_server,
+    logged,
     mcp_host,
     options,
     results,
     time_server,
     tool_names,
+    until,
 )
 
 pytestmark = pytest.mark.anyio
@@ -49,13 +51,16 @@ async def test_mcp_server_time_over_stdio_is_called_by_the_model(tmp_path: Path)
             assert status.connected
             [result] = results(agent)
     tools = {tool.name: tool for tool in adapter.requests[0].tools}
-    assert "mcp__time__get_current_time" in tools and "mcp__time__convert_time" in tools
+    assert "mcp__time__get_current_time" in tools
+    assert "mcp__time__convert_time" in tools
     # the server's own description and schema, as it sent them
     assert "timezone" in tools["mcp__time__get_current_time"].parameters["properties"]
     assert "time" in tools["mcp__time__get_current_time"].description.lower()
     assert not result.is_error, result.text
-    assert "Europe/Oslo" in result.text and "datetime" in result.text
-    assert result.meta["mcpServer"] == "time" and result.meta["mcpTool"] == "get_current_time"
+    assert "Europe/Oslo" in result.text
+    assert "datetime" in result.text
+    assert result.meta["mcpServer"] == "time"
+    assert result.meta["mcpTool"] == "get_current_time"
     assert status.starts == 1
 
 
@@ -79,16 +84,14 @@ async def test_http_server_text_image_structured_and_error_results(tmp_path: Pat
                     await agent.run("go")
                 echo, image, weather, fail = results(agent)
     assert echo == Logged("echo: hi", (), False, None, echo.meta)
-    assert image.images and image.images[0].mime_type == "image/png" and image.images[0].data
+    assert image.images
+    assert image.images[0].mime_type == "image/png"
+    assert image.images[0].data
     assert weather.meta["structuredContent"] == {"city": "Oslo", "celsius": 21}
     assert '"celsius": 21' in weather.text
-    assert fail.is_error and fail.code == MCP_TOOL_ERROR and "the disk is full" in fail.text
-
-
-async def until_logged(log: Path, line: str) -> None:
-    with anyio.fail_after(30):
-        while line not in (log.read_text() if log.exists() else ""):
-            await anyio.sleep(0.02)
+    assert fail.is_error
+    assert fail.code == MCP_TOOL_ERROR
+    assert "the disk is full" in fail.text
 
 
 async def test_a_hung_call_times_out_naming_the_server_and_a_cancelled_turn_cancels_the_request(
@@ -107,12 +110,12 @@ async def test_a_hung_call_times_out_naming_the_server_and_a_cancelled_turn_canc
             async with ctx.get(AGENTS).create(options(tmp_path)) as agent:
                 with anyio.fail_after(60):
                     await agent.run("first")
-                    await until_logged(server.log, "cancelled turn-1")  # the timeout cancelled the request
+                    await until(logged(server.log, "cancelled turn-1"))  # the timeout cancelled the request
                     async with anyio.create_task_group() as group:
                         group.start_soon(agent.run, "second")
-                        await until_logged(server.log, "started turn-2")
+                        await until(logged(server.log, "started turn-2"))
                         group.cancel_scope.cancel()
-                    await until_logged(server.log, "cancelled turn-2")  # so did the cancelled turn
+                    await until(logged(server.log, "cancelled turn-2"))  # so did the cancelled turn
                 timed_out, aborted = results(agent)
     assert timed_out.is_error
     assert timed_out.code == MCP_SERVER_FAILED
@@ -122,8 +125,12 @@ async def test_a_hung_call_times_out_naming_the_server_and_a_cancelled_turn_canc
 
 async def test_a_crashed_stdio_server_is_named_and_started_again(tmp_path: Path) -> None:
     adapter = ScriptedAdapter(
-        [calls(("c1", "mcp__box__crash", arguments())), text("it crashed")]
-        + [calls(("c2", "mcp__box__echo", arguments(text="back"))), text("ok")]
+        [
+            calls(("c1", "mcp__box__crash", arguments())),
+            text("it crashed"),
+            calls(("c2", "mcp__box__echo", arguments(text="back"))),
+            text("ok"),
+        ]
     )
     config = {"servers": {"box": STDIO}, "restart_backoff_s": 0.1}
     with mcp_host(tmp_path, adapter, config) as ctx:
@@ -131,13 +138,15 @@ async def test_a_crashed_stdio_server_is_named_and_started_again(tmp_path: Path)
             with anyio.fail_after(60):
                 await agent.run("crash it")
                 status = ctx.get(MCP).status(agent.id)["box"]
-                while not (status.connected and status.starts == 2):
-                    await anyio.sleep(0.05)
+                await until(lambda: status.connected and status.starts == 2)
                 await agent.run("again")
             crashed, echoed = results(agent)
-    assert crashed.is_error and crashed.code == MCP_SERVER_FAILED
-    assert 'MCP server "box"' in crashed.text and "crashing on purpose" in crashed.text
-    assert echoed.text == "echo: back" and not echoed.is_error
+    assert crashed.is_error
+    assert crashed.code == MCP_SERVER_FAILED
+    assert 'MCP server "box"' in crashed.text
+    assert "crashing on purpose" in crashed.text
+    assert echoed.text == "echo: back"
+    assert not echoed.is_error
 
 
 async def test_list_changed_registers_the_new_tool(tmp_path: Path) -> None:
@@ -145,9 +154,9 @@ async def test_list_changed_registers_the_new_tool(tmp_path: Path) -> None:
 
     async def call_the_new_tool(request: LlmRequest) -> AsyncIterator[StreamChunk]:
         tools = holder[0].ctx.get(TOOLS)
-        with anyio.fail_after(30):  # the re-listing runs beside the turn, prompted by the server's notification
-            while tools.get("mcp__box__late") is None:
-                await anyio.sleep(0.02)
+        # the re-listing runs beside the turn, prompted by the server's notification
+        with anyio.fail_after(30):
+            await until(lambda: tools.get("mcp__box__late") is not None)
         for chunk in calls(("c2", "mcp__box__late", arguments(text="x"))):
             yield chunk
 
@@ -190,7 +199,9 @@ async def test_a_tool_name_taken_by_a_dsh_tool_is_refused_clearly(
             status = ctx.get(MCP).status(agent.id)["box"]
             kept = agent.ctx.get(TOOLS).get("mcp__box__echo")
     assert status.refused == ["mcp__box__echo"]
-    assert kept is not None and kept.description == "Echo `text` back." and kept.hermetic  # dsh's own stays
+    assert kept is not None
+    assert kept.description == "Echo `text` back."
+    assert kept.hermetic  # dsh's own stays
     assert "mcp__box__image" in status.tools
     assert (
         'MCP server "box": tool "echo" is not registered: its name mcp__box__echo is taken by a tool dsh'
