@@ -2,7 +2,8 @@
 `python server.py stdio` serves over stdin/stdout, `python server.py http PORT` over streamable HTTP on 127.0.0.1.
 Its tools return text, an image, structured content and an error; one hangs until cancelled (it writes
 `started <marker>`, then `cancelled <marker>` to the file `$MCP_TEST_LOG` when the client cancels it), one kills the server, one adds a
-tool and tells the client its tool list changed. `$MCP_TEST_LOG` also gets `env <NAME>` lines for `report_env`."""
+tool and tells the client its tool list changed. `$MCP_TEST_LOG` also gets `pid <PID>` at start (and `child <PID>`: a `sleep` it starts when `$MCP_TEST_CHILD` is
+set)."""
 
 from __future__ import annotations
 
@@ -85,6 +86,11 @@ async def add_tool(name: str, ctx: Context) -> str:
 
 
 if __name__ == "__main__":
+    _note(f"pid {os.getpid()}")
+    if os.environ.get("MCP_TEST_CHILD"):  # a process of the server's own, which only dsh's guard would stop
+        import subprocess
+
+        _note(f"child {subprocess.Popen(['sleep', '600']).pid}")
     if sys.argv[1] == "stdio":
         server.run("stdio")
     else:

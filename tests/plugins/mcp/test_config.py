@@ -54,7 +54,10 @@ def test_server_specs_take_the_mcp_json_shape() -> None:
     ("entries", "message"),
     [
         ({"bad name": {"command": "x"}}, 'server name "bad name" is invalid'),
-        ({"a": {"type": "ws", "url": "x"}}, 'servers.a: unknown type "ws"; valid: stdio (the default), http, sse'),
+        (
+            {"a": {"type": "ws", "url": "x"}},
+            'servers.a: unknown type "ws"; valid: stdio (the default), http, sse',
+        ),
         ({"a": {"command": "x", "comand": "y"}}, "servers.a: Object contains unknown field `comand`"),
         ({"a": {"type": "http"}}, "servers.a: Object missing required field `url`"),
     ],

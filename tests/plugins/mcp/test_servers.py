@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import subprocess
+import sys
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -33,9 +37,8 @@ from .harness import (
     until,
 )
 
-pytestmark = pytest.mark.anyio
 
-
+@pytest.mark.anyio
 async def test_mcp_server_time_over_stdio_is_called_by_the_model(tmp_path: Path) -> None:
     adapter = ScriptedAdapter(
         [
@@ -64,6 +67,7 @@ async def test_mcp_server_time_over_stdio_is_called_by_the_model(tmp_path: Path)
     assert status.starts == 1
 
 
+@pytest.mark.anyio
 async def test_http_server_text_image_structured_and_error_results(tmp_path: Path) -> None:
     adapter = ScriptedAdapter(
         [
@@ -94,6 +98,7 @@ async def test_http_server_text_image_structured_and_error_results(tmp_path: Pat
     assert "the disk is full" in fail.text
 
 
+@pytest.mark.anyio
 async def test_a_hung_call_times_out_naming_the_server_and_a_cancelled_turn_cancels_the_request(
     tmp_path: Path,
 ) -> None:
@@ -123,6 +128,7 @@ async def test_a_hung_call_times_out_naming_the_server_and_a_cancelled_turn_canc
     assert aborted.code == "ABORTED"
 
 
+@pytest.mark.anyio
 async def test_a_crashed_stdio_server_is_named_and_started_again(tmp_path: Path) -> None:
     adapter = ScriptedAdapter(
         [
@@ -149,6 +155,7 @@ async def test_a_crashed_stdio_server_is_named_and_started_again(tmp_path: Path)
     assert not echoed.is_error
 
 
+@pytest.mark.anyio
 async def test_list_changed_registers_the_new_tool(tmp_path: Path) -> None:
     holder: list[Agent] = []
 
@@ -175,6 +182,7 @@ async def test_list_changed_registers_the_new_tool(tmp_path: Path) -> None:
     assert "mcp__box__late" in tool_names(adapter, 2)
 
 
+@pytest.mark.anyio
 async def test_tools_leave_with_the_session(tmp_path: Path) -> None:
     adapter = ScriptedAdapter([text("hello")])
     with mcp_host(tmp_path, adapter, {"servers": {"box": STDIO}}) as ctx:
@@ -187,6 +195,7 @@ async def test_tools_leave_with_the_session(tmp_path: Path) -> None:
     assert "mcp__box__echo" in tool_names(adapter, 0)
 
 
+@pytest.mark.anyio
 async def test_a_tool_name_taken_by_a_dsh_tool_is_refused_clearly(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -209,6 +218,7 @@ async def test_a_tool_name_taken_by_a_dsh_tool_is_refused_clearly(
     )
 
 
+@pytest.mark.anyio
 async def test_stdio_servers_get_the_tool_environment_policy(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -229,6 +239,7 @@ async def test_stdio_servers_get_the_tool_environment_policy(
     assert with_grant.text == "FAKE_PROVIDER_API_KEY=unset, PLAIN_SETTING=set, GRANTED_TOKEN=set"
 
 
+@pytest.mark.anyio
 async def test_a_server_that_cannot_start_is_reported_and_the_turn_goes_on(tmp_path: Path) -> None:
     adapter = ScriptedAdapter([calls(("c1", "mcp__gone__x", arguments())), text("ok")])
     config = {"servers": {"gone": {"command": str(tmp_path / "no-such-server")}}, "connect_timeout_s": 10}
@@ -243,6 +254,7 @@ async def test_a_server_that_cannot_start_is_reported_and_the_turn_goes_on(tmp_p
     assert result.code == "UNKNOWN_TOOL"
 
 
+@pytest.mark.anyio
 async def test_project_mcp_json_is_read_when_allowed(tmp_path: Path) -> None:
     workspace = options(tmp_path).cwd
     assert workspace is not None
@@ -254,3 +266,44 @@ async def test_project_mcp_json_is_read_when_allowed(tmp_path: Path) -> None:
                 with anyio.fail_after(60):
                     await agent.run("hi")
         assert ("mcp__proj__echo" in tool_names(adapter, 0)) is allowed
+
+
+def test_a_stdio_server_dies_with_dsh_even_by_sigkill(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    root = Path(__file__).parents[3]
+    env = os.environ | {"MCP_TEST_LOG": str(log), "MCP_TEST_CHILD": "1", "PYTHONPATH": str(root)}
+    with subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("hold.py")), str(tmp_path)],
+        cwd=root,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    ) as dsh:
+        try:
+            assert dsh.stdout is not None
+            assert dsh.stdout.readline() == b"ready\n"
+            noted = dict(line.split() for line in log.read_text().splitlines())
+            server, child = int(noted["pid"]), int(noted["child"])
+            assert _alive(server)
+            assert _alive(child)
+            dsh.kill()
+            dsh.wait(30)
+            deadline = time.monotonic() + 30
+            # the server would exit at the end of its stdin anyway; what it started would not, but for the guard
+            while _alive(server) or _alive(child):
+                assert time.monotonic() < deadline, f"the MCP server {server} or its child {child} outlived dsh"
+                time.sleep(0.05)
+        finally:
+            dsh.kill()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"  # a zombie has died; only its parent's reaping is left
