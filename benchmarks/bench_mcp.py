@@ -73,7 +73,6 @@ async def _through_dsh(workspace: Path, spec: dict[str, Any]) -> AsyncIterator[A
 
 
 async def _pair(workspace: Path, spec: dict[str, Any], direct: AbstractAsyncContextManager[Any]) -> float:
-    workspace.mkdir()
     async with _through_dsh(workspace, spec) as session, _direct(direct) as client:
         view = session.ctx.get(TOOLS)
         context = ToolContext(ctx=session.ctx, cwd=workspace, call_id="bench")
@@ -101,38 +100,45 @@ def _free_port() -> int:
         return port
 
 
-async def _run(workspace: Path) -> dict[str, float]:
-    ratios: dict[str, float] = {}
+async def _run(workspace: Path, url: str) -> dict[str, float]:
     stdio = {"command": sys.executable, "args": [str(SERVER), "stdio"]}
     params = StdioServerParameters(command=sys.executable, args=[str(SERVER), "stdio"], env=dict(os.environ))
     print("stdio:")
-    ratios["stdio"] = await _pair(workspace / "stdio", stdio, stdio_client(params))
-    port = _free_port()
-    with subprocess.Popen(
-        [sys.executable, str(SERVER), "http", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    ) as server:
-        try:
-            with anyio.fail_after(30):
-                while True:
-                    try:
-                        socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                        break
-                    except OSError:
-                        await anyio.sleep(0.05)
-            url = f"http://127.0.0.1:{port}/mcp"
-            print("streamable HTTP:")
-            ratios["http"] = await _pair(
-                workspace / "http", {"type": "http", "url": url}, streamable_http_client(url)
-            )
-        finally:
-            server.terminate()
-            server.wait(10)
+    ratios = {"stdio": await _pair(workspace / "stdio", stdio, stdio_client(params))}
+    print("streamable HTTP:")
+    ratios["http"] = await _pair(
+        workspace / "http", {"type": "http", "url": url}, streamable_http_client(url)
+    )
     return ratios
 
 
 def main() -> int:
-    with tempfile.TemporaryDirectory() as tmp:
-        ratios = anyio.run(_run, Path(tmp))
+    port = _free_port()
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        subprocess.Popen(
+            [sys.executable, str(SERVER), "http", str(port)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        ) as server,
+    ):
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                    break
+                except OSError:
+                    if server.poll() is not None or time.monotonic() > deadline:
+                        print("the test MCP server did not start", file=sys.stderr)
+                        return 1
+                    time.sleep(0.05)
+            for name in ("stdio", "http"):
+                (Path(tmp) / name).mkdir()
+            ratios = anyio.run(_run, Path(tmp), f"http://127.0.0.1:{port}/mcp")
+        finally:
+            server.terminate()
+            server.wait(10)
     status = 0
     for transport, ratio in ratios.items():
         verdict = "ok" if ratio <= TARGET else "OVER TARGET"

@@ -117,11 +117,12 @@ class _Server:
                 failure = "exited" if isinstance(self.spec, StdioServer) else "closed the connection"
                 if diagnosis:
                     failure += f"; its stderr ended with:\n{diagnosis}"
-            except TimeoutError:
-                failure = f"did not connect within {config.connect_timeout_s:g}s"
             except Exception as error:
                 # Contained: a server that cannot be reached is the session's information, never its crash.
-                failure = f"could not be connected: {_describe(error)}"
+                if _only(error, TimeoutError):
+                    failure = f"did not connect within {config.connect_timeout_s:g}s"
+                else:
+                    failure = f"could not be connected: {_describe(error)}"
             finally:
                 self.link = None
                 self.status.connected = False
@@ -238,6 +239,14 @@ class _Server:
                 MCP_ERROR,
                 f'MCP server "{self.name}" answered tools/call "{raw}" with error {error.code}: {error.message}',
             )
+        except Exception as error:
+            # Contained: a transport failure is this server's, said with its name; the connection is started again.
+            link.closed.set()
+            return ToolResult.error(
+                MCP_SERVER_FAILED,
+                f'MCP server "{self.name}" failed while running tool "{raw}": {_describe(error)}\n'
+                "dsh is starting the server again",
+            )
 
 
 async def _answers(link: Link) -> bool:
@@ -252,6 +261,13 @@ async def _answers(link: Link) -> bool:
             return False
         return True
     return False
+
+
+def _only(error: BaseException, kind: type[BaseException]) -> bool:
+    """Whether `error` is `kind`, or a group of nothing else."""
+    if isinstance(error, BaseExceptionGroup):
+        return all(_only(inner, kind) for inner in error.exceptions)
+    return isinstance(error, kind)
 
 
 def _describe(error: BaseException) -> str:

@@ -29,7 +29,7 @@ from tests.runtime.agent.harness import MODEL, PROVIDER, ScriptedAdapter, host
 
 SERVER = str(Path(__file__).with_name("server.py"))
 STDIO = {"command": sys.executable, "args": [SERVER, "stdio"]}
-START_S = 30.0
+START_S = 60.0
 
 
 def time_server() -> str:
@@ -110,9 +110,10 @@ class Logged:
     meta: dict[str, Any]
 
 
-def results(agent: Agent) -> list[Logged]:
+def results(agent: Agent, session_id: str | None = None) -> list[Logged]:
+    """The tool results `agent`'s session logged (or those of `session_id`, in the same store)."""
     found = []
-    for event in agent.log.store.events(agent.id, types=("tool/result",)):
+    for event in agent.log.store.events(session_id or agent.id, types=("tool/result",)):
         view = event.view()
         assert isinstance(view, ToolResult)
         for block in view.data.message.content:

@@ -31,11 +31,11 @@ async def test_session_new_mcp_servers_are_connected_for_the_session(tmp_path: P
     with http_server(tmp_path) as server:
         async with loopback(*replies) as model:
             document = json.loads(deployment(model.base_url))
-            document["plugins"].append({"id": "mcp", "use": "mcp", "config": {"connect_timeout_s": 30}})
+            document["plugins"].append({"id": "mcp", "use": "mcp", "config": {"connect_timeout_s": 60}})
             config = tmp_path / "deployment.yml"
             config.write_text(json.dumps(document))
             async with dsh_acp(tmp_path, config, recorder) as (conn, _):
-                with anyio.fail_after(90):
+                with anyio.fail_after(150):
                     init = await conn.initialize(protocol_version=PROTOCOL_VERSION)
                     session = await conn.new_session(
                         cwd=str(tmp_path),
