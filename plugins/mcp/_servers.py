@@ -110,8 +110,10 @@ class _Server:
                     self.status.connected, self.status.failure = True, None
                     self.settled.set()
                     log.info('MCP server "%s" connected: %d tools', self.name, len(self.listed))
-                    backoff = config.restart_backoff_s
+                    up_since = anyio.current_time()
                     await self._serve(link)
+                    if anyio.current_time() - up_since > config.max_backoff_s:
+                        backoff = config.restart_backoff_s  # it ran a while: a fresh failure, not a crash loop
                     diagnosis = link.diagnosis()
                     stop.set()
                 failure = "exited" if isinstance(self.spec, StdioServer) else "closed the connection"
