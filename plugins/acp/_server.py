@@ -6,6 +6,7 @@ turn ended maps to the prompt's stop reason or to a JSON-RPC error (see the pack
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime
@@ -23,11 +24,14 @@ from acp.schema import (
     CloseSessionResponse,
     EmbeddedResourceContentBlock,
     ForkSessionResponse,
+    HttpMcpServer,
     ImageContentBlock,
     Implementation,
     InitializeResponse,
     ListSessionsResponse,
     LoadSessionResponse,
+    McpCapabilities,
+    McpServerStdio,
     NewSessionResponse,
     PermissionOption,
     PromptCapabilities,
@@ -41,6 +45,7 @@ from acp.schema import (
     SessionListCapabilities,
     SessionResumeCapabilities,
     SetSessionModeResponse,
+    SseMcpServer,
     StopReason,
     TextContentBlock,
     TextResourceContents,
@@ -49,6 +54,7 @@ from acp.schema import (
 from anyio.abc import TaskGroup, TaskStatus
 
 from dsh.plugins.compaction import COMPACTION
+from dsh.plugins.mcp import MCP, HttpServer, McpService, ServerSpec, StdioServer
 from dsh.runtime.agent import (
     AGENTS,
     COMPACT,
@@ -70,7 +76,15 @@ from dsh.runtime.tools import ASK, Approval, ApprovalRequest
 
 from ._updates import SessionUpdate, SessionUpdates
 
-__all__ = ["AGENT_NAME", "INTERNAL_ERROR", "INVALID_PARAMS", "INVALID_REQUEST", "AcpServer", "stop_reason"]
+__all__ = [
+    "AGENT_NAME",
+    "INTERNAL_ERROR",
+    "INVALID_PARAMS",
+    "INVALID_REQUEST",
+    "AcpServer",
+    "mcp_specs",
+    "stop_reason",
+]
 
 AGENT_NAME = "dsh"
 INVALID_REQUEST = -32600
@@ -197,6 +211,7 @@ class AcpServer:
         self.client: Client | None = None
         self.sessions: dict[str, _Session] = {}
         self.initialized = False
+        self._mcp: McpService | None = host.ctx.get(MCP) if host.ctx.has(MCP) else None
         self._off: Disposer = host.ctx.on(EVENT, self._on_event)
         self._off_ask: Disposer = host.ctx.on(ASK, self._ask)
 
@@ -219,6 +234,8 @@ class AcpServer:
             agent_capabilities=AgentCapabilities(
                 load_session=True,
                 prompt_capabilities=PromptCapabilities(image=False, audio=False, embedded_context=False),
+                # stdio servers need no capability; http and sse are offered when the deployment loads `mcp`
+                mcp_capabilities=McpCapabilities(http=self._mcp is not None, sse=self._mcp is not None),
                 session_capabilities=SessionCapabilities(
                     list=SessionListCapabilities(),
                     fork=SessionForkCapabilities(),
@@ -229,6 +246,19 @@ class AcpServer:
             agent_info=Implementation(name=AGENT_NAME, title="dsh", version=self.version),
             auth_methods=[],
         )
+
+    def _attach_mcp(self, session_id: str, servers: Sequence[object] | None) -> None:
+        """Connect the client's `mcpServers` for this session (at its first turn), through the mcp plugin."""
+        if not servers:
+            return
+        if self._mcp is None:
+            log.warning(
+                "ignoring %d MCP server(s) of session %s: the deployment does not load the mcp plugin (use: mcp)",
+                len(servers),
+                session_id,
+            )
+            return
+        self._mcp.attach(session_id, mcp_specs(servers))
 
     def _ready(self) -> None:
         if not self.initialized:
@@ -354,9 +384,9 @@ class AcpServer:
     ) -> NewSessionResponse:
         self._ready()
         path = _absolute(cwd)
-        _ignore_mcp(mcp_servers)
         session = await self._open(self.agents.create(self.host.options(cwd=path)))
         self._advertise(session.agent.id)
+        self._attach_mcp(session.agent.id, mcp_servers)
         return NewSessionResponse(session_id=session.agent.id)
 
     async def load_session(
@@ -380,12 +410,11 @@ class AcpServer:
         return ResumeSessionResponse()
 
     async def _resume(self, session_id: str, cwd: Path, mcp_servers: Sequence[object] | None) -> None:
-        _ignore_mcp(mcp_servers)
-        if session_id in self.sessions:
-            return
-        self._stored(session_id)
-        await self._open(self.agents.resume(session_id, self.host.options(cwd=cwd)))
-        self._advertise(session_id)
+        if session_id not in self.sessions:
+            self._stored(session_id)
+            await self._open(self.agents.resume(session_id, self.host.options(cwd=cwd)))
+            self._advertise(session_id)
+        self._attach_mcp(session_id, mcp_servers)
 
     async def fork_session(
         self, session_id: str, cwd: str, mcp_servers: Sequence[object] | None = None, **_: Any
@@ -393,10 +422,10 @@ class AcpServer:
         """A new session inheriting `session_id`'s log through its last ended turn (unstable ACP session/fork)."""
         self._ready()
         path = _absolute(cwd)
-        _ignore_mcp(mcp_servers)
         self._stored(session_id)
         at = last_turn_end(self.agents.store, session_id)
         session = await self._open(self.agents.fork(session_id, self.host.options(cwd=path), at=at))
+        self._attach_mcp(session.agent.id, mcp_servers)
         return ForkSessionResponse(session_id=session.agent.id)
 
     async def list_sessions(
@@ -469,6 +498,31 @@ class AcpServer:
             session.turn.cancel()
 
 
-def _ignore_mcp(servers: Sequence[object] | None) -> None:
-    if servers:
-        log.warning("ignoring %d MCP server(s): dsh does not connect to MCP servers", len(servers))
+_SERVER_NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def mcp_specs(servers: Sequence[object]) -> dict[str, ServerSpec]:
+    """ACP's `mcpServers` (stdio, http, sse) as the mcp plugin's server specs, by name (a name made of characters a
+    tool name cannot hold has them replaced by `_`); an entry of another kind is an invalid-params error."""
+    specs: dict[str, ServerSpec] = {}
+    for index, server in enumerate(servers):
+        name = _SERVER_NAME_CHARS.sub("_", str(getattr(server, "name", "") or f"server{index + 1}"))[:48]
+        if isinstance(server, McpServerStdio):
+            specs[name] = StdioServer(
+                command=server.command,
+                args=tuple(server.args),
+                env={variable.name: variable.value for variable in server.env},
+            )
+        elif isinstance(server, HttpMcpServer | SseMcpServer):
+            specs[name] = HttpServer(
+                type="sse" if isinstance(server, SseMcpServer) else "http",
+                url=server.url,
+                headers={header.name: header.value for header in server.headers},
+            )
+        else:
+            raise RequestError(
+                INVALID_PARAMS,
+                f"mcpServers[{index}] is a {type(server).__name__}; dsh connects stdio, http and sse servers",
+                {"index": index},
+            )
+    return specs

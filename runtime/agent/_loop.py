@@ -424,7 +424,9 @@ class _Turn:
             id=self.new_id(),
             content=(
                 ToolResultBlock(
-                    tool_call_id=call.id, content=(TextBlock(result.text),), is_error=result.is_error
+                    tool_call_id=call.id,
+                    content=(TextBlock(result.text), *result.images),
+                    is_error=result.is_error,
                 ),
             ),
             source=ToolSource(call.id),

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from dsh.runtime.kernel import Context
 from dsh.runtime.kernel.errors import ToolError
+from dsh.runtime.llm import ImageBlock
 
 if TYPE_CHECKING:
     from dsh.runtime.session import SessionLog
@@ -57,14 +58,17 @@ class AddedContext:
 @dataclass(frozen=True)
 class ToolResult:
     """What a call returns to the model. `is_error` marks a failed call; `code` is a stable machine-readable
-    reason (`INVALID_ARGUMENTS`, `UNKNOWN_TOOL`, `TOOL_FAILED`, `ABORTED`, ...); `meta` is logged beside the
-    result for clients and never shown to the model."""
+        reason (`INVALID_ARGUMENTS`, `UNKNOWN_TOOL`, `TOOL_FAILED`, `ABORTED`, ...); `meta` is logged beside the
+        result for clients and never shown to the model. `images` follow the text in the logged result (an MCP tool
+        that returns a screenshot); a transport that cannot send a tool's image names it instead. `context` is text a
+    hook adds after the result (PostToolUse's additional context), entered into the conversation after the step."""
 
     text: str
     is_error: bool = False
     code: str | None = None
     meta: Mapping[str, Any] = field(default_factory=dict)
     context: tuple[AddedContext, ...] = ()
+    images: tuple[ImageBlock, ...] = ()
 
     @classmethod
     def error(cls, code: str, text: str) -> ToolResult:
