@@ -123,6 +123,17 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from ._services import SessionId as SessionId
     from ._services import SystemClock as SystemClock
     from ._services import UuidIds as UuidIds
+    from ._stats import PRICES as PRICES
+    from ._stats import CallStats as CallStats
+    from ._stats import Figures as Figures
+    from ._stats import Price as Price
+    from ._stats import PriceTable as PriceTable
+    from ._stats import SessionStats as SessionStats
+    from ._stats import ToolStats as ToolStats
+    from ._stats import TurnStats as TurnStats
+    from ._stats import fold_stats as fold_stats
+    from ._stats import ordered_tools as ordered_tools
+    from ._stats import session_stats as session_stats
     from ._store import LEASE_TTL_MS as LEASE_TTL_MS
     from ._store import Lease as Lease
     from ._store import SessionInfo as SessionInfo
@@ -132,6 +143,17 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from ._tail import tail_start as tail_start
 
 __all__ = [
+    "PRICES",
+    "CallStats",
+    "Figures",
+    "Price",
+    "PriceTable",
+    "SessionStats",
+    "ToolStats",
+    "TurnStats",
+    "fold_stats",
+    "ordered_tools",
+    "session_stats",
     "AbortKind",
     "AbortReason",
     "AssistantChunk",
@@ -389,6 +411,17 @@ _LAZY = {
     "SessionInfo": "._store",
     "SessionStore": "._store",
     "SpawnedBy": "._store",
+    "PRICES": "._stats",
+    "CallStats": "._stats",
+    "Figures": "._stats",
+    "Price": "._stats",
+    "PriceTable": "._stats",
+    "SessionStats": "._stats",
+    "ToolStats": "._stats",
+    "TurnStats": "._stats",
+    "fold_stats": "._stats",
+    "ordered_tools": "._stats",
+    "session_stats": "._stats",
     "follow": "._tail",
     "tail_start": "._tail",
 }
