@@ -368,3 +368,15 @@ def test_the_most_specific_price_wins() -> None:
         1,
     ]  # type: ignore[union-attr]
     assert PriceTable().price("p", "m") is None
+
+
+def test_adding_figures_adds_every_field() -> None:
+    """`Figures.add` spells its fields out: a field added to `Figures` and not to `add` fails here."""
+    from dsh.runtime.session import Figures
+
+    one = Figures(**{name: 1 for name in Figures.__struct_fields__ if name != "cost"}, cost=0.5)
+    total = Figures()
+    total.add(one)
+    total.add(one)
+    assert all(getattr(total, name) == 2 for name in Figures.__struct_fields__ if name != "cost")
+    assert total.cost == 1.0
