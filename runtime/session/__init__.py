@@ -129,6 +129,7 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from ._stats import Price as Price
     from ._stats import PriceTable as PriceTable
     from ._stats import SessionStats as SessionStats
+    from ._stats import ToolRun as ToolRun
     from ._stats import ToolStats as ToolStats
     from ._stats import TurnStats as TurnStats
     from ._stats import fold_stats as fold_stats
@@ -149,6 +150,7 @@ __all__ = [
     "Price",
     "PriceTable",
     "SessionStats",
+    "ToolRun",
     "ToolStats",
     "TurnStats",
     "fold_stats",
@@ -417,6 +419,7 @@ _LAZY = {
     "Price": "._stats",
     "PriceTable": "._stats",
     "SessionStats": "._stats",
+    "ToolRun": "._stats",
     "ToolStats": "._stats",
     "TurnStats": "._stats",
     "fold_stats": "._stats",

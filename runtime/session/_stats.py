@@ -32,6 +32,7 @@ __all__ = [
     "Price",
     "PriceTable",
     "SessionStats",
+    "ToolRun",
     "ToolStats",
     "TurnStats",
     "fold_stats",
@@ -168,6 +169,20 @@ class CallStats(Figures, kw_only=True):
     duration_ms: int | None = None
 
 
+class ToolRun(msgspec.Struct, kw_only=True):
+    """One tool call: its id, tool, turn and step, when it was called and when its result came (None: unknown, or
+    no result logged), and whether the result was an error (with its code when the log states one)."""
+
+    call_id: str
+    name: str
+    turn: int = 0
+    step: int = 0
+    start: int | None = None
+    end: int | None = None
+    error: bool = False
+    error_code: str | None = None
+
+
 class ToolStats(msgspec.Struct, kw_only=True):
     """One tool's calls, the results that were errors, and the time from call to result."""
 
@@ -181,11 +196,13 @@ class TurnStats(Figures, kw_only=True):
 
     turn: int = 0
     ending: str | None = None
+    start: int | None = None
+    end: int | None = None
 
 
 class SessionStats(Figures, kw_only=True):
     """A session's figures (its own events), the calls and turns they sum, per-tool figures, the median and worst
-    time to first token, its children (each with its own `SessionStats`) and their sum, and `total` (this session
+    time to first token, its first and last known times (`started`, `ended`), every tool call (`tool_runs`), its children (each with its own `SessionStats`) and their sum, and `total` (this session
     and every descendant). `how` says how a child hangs off its parent (`fork @N` or `spawned`) and
     `spawned_by` which call started it."""
 
@@ -195,7 +212,10 @@ class SessionStats(Figures, kw_only=True):
     unpriced: tuple[str, ...] = ()
     ttft_ms_median: float | None = None
     ttft_ms_max: int | None = None
+    started: int | None = None
+    ended: int | None = None
     tools: dict[str, ToolStats] = msgspec.field(default_factory=dict)
+    tool_runs: tuple[ToolRun, ...] = ()
     per_turn: tuple[TurnStats, ...] = ()
     calls: tuple[CallStats, ...] = ()
     how: str | None = None
@@ -255,6 +275,8 @@ class _Header(msgspec.Struct):
 class _ToolCall(msgspec.Struct, rename="camel"):
     call_id: str
     name: str
+    turn: int = 0
+    step: int = 0
 
 
 class _Compaction(msgspec.Struct, rename="camel"):
@@ -320,7 +342,10 @@ class _Fold:
         self.call: CallStats | None = None
         self.last_chunk: int | None = None
         self.attempts: dict[tuple[int, int], int] = {}
-        self.tool_calls: dict[str, tuple[str, int, TurnStats | None]] = {}
+        self.tool_calls: dict[str, tuple[ToolRun, TurnStats | None]] = {}
+        self.runs: list[ToolRun] = []
+        self.started: int | None = None
+        self.ended: int | None = None
         self.compactions: dict[str, int] = {}  # compaction id -> its start time
         self.compaction_called: set[str] = set()
         self.title_asked: tuple[int, _Route] | None = None
@@ -387,9 +412,14 @@ class _Fold:
     def event(self, event: StoredEvent) -> None:
         kind = event.type
         time = event.time
+        if time > 0:
+            if self.started is None or time < self.started:
+                self.started = time
+            if self.ended is None or time > self.ended:
+                self.ended = time
         if kind == "turn/start":
             self._close(self.last_chunk)
-            self.turn = TurnStats(turn=_TURN.decode(event.data).turn)
+            self.turn = TurnStats(turn=_TURN.decode(event.data).turn, start=time if time > 0 else None)
             self.turn_start = time
             self.stats.turns += 1
             self.turn.turns = 1
@@ -398,6 +428,7 @@ class _Fold:
             bound = _TURN.decode(event.data)
             turn = self.turn if self.turn is not None else TurnStats(turn=bound.turn)
             turn.ending = None if bound.reason is None else bound.reason.kind
+            turn.end = time if time > 0 else None
             wall = _span(self.turn_start, time)
             if wall is not None:
                 turn.wall_ms = wall
@@ -419,7 +450,9 @@ class _Fold:
             self._close(self.last_chunk)
         elif kind == "tool/call":
             call = _TOOL_CALL.decode(event.data)
-            self.tool_calls[call.call_id] = (call.name, time, self.turn)
+            run = ToolRun(call_id=call.call_id, name=call.name, turn=call.turn, step=call.step, start=time)
+            self.runs.append(run)
+            self.tool_calls[call.call_id] = (run, self.turn)
             self.stats.tools.setdefault(call.name, ToolStats()).calls += 1
             self._count(tool_calls=1)
         elif kind == "tool/result":
@@ -443,9 +476,12 @@ class _Fold:
         called = self.tool_calls.pop(call_id, None) if call_id is not None else None
         if called is None:
             return  # a result with no logged call (a repair closer, TOOL_NOT_STARTED): no call to count it against
-        name, start, turn = called
-        tool = self.stats.tools.setdefault(name, ToolStats())
-        took = _span(start, event.time) or 0
+        run, turn = called
+        run.end = event.time if event.time > 0 else None
+        run.error = failed
+        run.error_code = None if data.error is None else data.error.code
+        tool = self.stats.tools.setdefault(run.name, ToolStats())
+        took = _span(run.start, event.time) or 0
         tool.time_ms += took
         tool.errors += failed
         for target in (self.stats, turn):
@@ -513,6 +549,8 @@ class _Fold:
             self.turns.append(self.turn)
         stats = self.stats
         stats.calls = tuple(self.calls)
+        stats.tool_runs = tuple(self.runs)
+        stats.started, stats.ended = self.started, self.ended
         stats.per_turn = tuple(self.turns)
         ttfts = [c.ttft_ms for c in self.calls if c.ttft_ms is not None]
         stats.ttft_ms_median = statistics.median(ttfts) if ttfts else None

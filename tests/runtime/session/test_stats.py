@@ -327,6 +327,22 @@ def test_times_tokens_and_costs_of_a_log_whose_times_are_known(tmp_path: Path) -
     assert stats.tools["bash"].calls == 1
     assert stats.tools["bash"].errors == 1
     assert stats.tools["bash"].time_ms == 100
+    [run] = stats.tool_runs
+    assert (run.call_id, run.name, run.turn, run.step, run.start, run.end, run.error) == (
+        "c1",
+        "bash",
+        1,
+        1,
+        1210,
+        1310,
+        True,
+    )
+    assert (stats.per_turn[0].start, stats.per_turn[0].end, stats.started, stats.ended) == (
+        1000,
+        1600,
+        1000,
+        1600,
+    )
     assert (stats.tool_ms, stats.wall_ms, stats.model_ms) == (100, 600, 180 + 10 + 150 + 50)
     assert (stats.input_tokens, stats.output_tokens, stats.cache_read_tokens, stats.reasoning_tokens) == (
         1310,
