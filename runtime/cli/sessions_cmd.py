@@ -25,7 +25,7 @@ from dsh.runtime.host import (
     terminal_stderr,
 )
 from dsh.runtime.jsonlines import MAX_LINE, JsonLimits
-from dsh.runtime.kernel.errors import SessionError
+from dsh.runtime.kernel.errors import ConfigError, SessionError
 from dsh.runtime.llm import Message, ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
 from dsh.runtime.session import (
     AssistantMessage,
@@ -356,6 +356,54 @@ def stats(
         typer.echo(json.dumps(stats_json(figures)))
         return
     print_stats(Console(), figures)
+
+
+TRACE_ENTRY_POINT_GROUP = "dsh.trace"
+"""Where `dsh sessions trace` finds its exporter (runtime imports no plugin): `dsh.plugins.otel:export_stored`."""
+
+
+@sessions_app.command("trace")
+def trace(
+    session_id: Annotated[
+        str, typer.Argument(metavar="ID", help="The session id (or a unique prefix of it).")
+    ],
+    store: StoreOption = None,
+    config: ConfigOption = None,
+    content: Annotated[
+        bool,
+        typer.Option(
+            "--content", help="Also export what the model said and the tools' arguments and results."
+        ),
+    ] = False,
+) -> None:
+    """Export a stored session, its subagents and forks as one OpenTelemetry trace over OTLP/HTTP: a span per
+    turn, model call (GenAI conventions: model, usage, finish reasons) and tool call, at the log's times. Sent where
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else OTEL_EXPORTER_OTLP_ENDPOINT, points (headers from
+    OTEL_EXPORTER_OTLP_HEADERS); needs the `otel` extra.
+
+    Example: OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318 dsh sessions trace 01J5Z3...
+    """
+    from importlib.metadata import entry_points
+
+    found = list(entry_points(group=TRACE_ENTRY_POINT_GROUP))
+    if not found:
+        raise ConfigError(
+            f"no trace exporter is installed (nothing in the `{TRACE_ENTRY_POINT_GROUP}` entry-point group); "
+            "dsh.plugins.otel provides it"
+        )
+    try:
+        export = found[0].load()
+    except ImportError as error:
+        raise ConfigError(
+            f"dsh sessions trace needs OpenTelemetry: pip install 'dsh-runtime[otel]' ({error})"
+        ) from error
+    prices = resolve_prices(config)
+    with _open(store, session_id) as opened:
+        session_id = resolve_session(opened, session_id)
+        sent = export(opened, session_id, content=content, prices=prices)
+    typer.echo(
+        f"exported session {session_id}: {sent.spans} spans in trace {sent.trace_id} to {sent.endpoint}"
+    )
 
 
 @sessions_app.command("export")
