@@ -20,7 +20,7 @@ from dsh.runtime.session import (
     session_stats,
 )
 
-from ._spans import Content, content_of, session_spans, span_id
+from ._spans import Content, content_of, quiet_exporter, session_spans, span_id
 
 __all__ = ["TraceExportError", "TraceSent", "export_stored", "parent_span", "root_session"]
 
@@ -104,10 +104,11 @@ def export_stored(
     )
     sender = exporter if exporter is not None else OTLPSpanExporter()
     endpoint = str(getattr(sender, "_endpoint", "the exporter"))
-    try:
-        result = sender.export(spans)
-    finally:
-        sender.shutdown()
+    with quiet_exporter():
+        try:
+            result = sender.export(spans)
+        finally:
+            sender.shutdown()
     if result is not SpanExportResult.SUCCESS:
         raise TraceExportError(
             f"could not export session {info.id} ({len(spans)} spans) to {endpoint}: the collector refused them "

@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 from dsh.runtime.session import PriceTable, SessionStats, StoredEvent, fold_stats
 
 from ._plugin import OtelConfig
-from ._spans import content_of, resource, session_spans
+from ._spans import content_of, quiet_exporter, resource, session_spans
 
 __all__ = ["Exporter", "Session", "Turn"]
 
@@ -62,6 +62,8 @@ class Exporter:
             schedule_delay_millis=config.schedule_delay_ms,
             export_timeout_millis=config.timeout_s * 1000,
         )
+        self.quiet = quiet_exporter()
+        self.quiet.__enter__()  # until `stop`: the one warning below speaks for every failed batch
         self.queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self.worker = threading.Thread(target=self._run, name="dsh-otel", daemon=True)
         self.worker.start()
@@ -78,7 +80,10 @@ class Exporter:
             self.close_session(session)
         self.queue.put(_STOP)
         self.worker.join(timeout=self.config.timeout_s + 5)
-        self.processor.shutdown()  # type: ignore[no-untyped-call]  # the SDK leaves it unannotated
+        try:
+            self.processor.shutdown()  # type: ignore[no-untyped-call]  # the SDK leaves it unannotated
+        finally:
+            self.quiet.__exit__(None, None, None)
 
     # -- the worker's side
     def _run(self) -> None:

@@ -11,7 +11,9 @@ call span. Prompts, outputs, tool arguments and results are left out unless the 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+import logging
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,7 +35,7 @@ from dsh.runtime.session import (
     TurnStats,
 )
 
-__all__ = ["Content", "content_of", "resource", "session_spans", "span_id", "trace_id"]
+__all__ = ["Content", "content_of", "quiet_exporter", "resource", "session_spans", "span_id", "trace_id"]
 
 _MS = 1_000_000  # ns per ms
 _SCOPE = InstrumentationScope("dsh", version())
@@ -55,6 +57,22 @@ def span_id(session: str, *what: object) -> int:
     """The span id of something in a session: `("session",)`, `("turn", n)`, `("call", kind, turn, step, n)`,
     `("tool", call_id)`."""
     return _digest("dsh-span", session, *what, size=8)
+
+
+_EXPORTER_LOGGER = "opentelemetry.exporter.otlp.proto.http"
+
+
+@contextmanager
+def quiet_exporter() -> Iterator[None]:
+    """Silence the OTLP exporter's own log lines (a warning per retry, an error per failed batch) for the block:
+    dsh says once, in its own words, that spans could not be sent. The logger's level is restored after."""
+    logger = logging.getLogger(_EXPORTER_LOGGER)
+    before = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(before)
 
 
 def resource() -> Resource:
