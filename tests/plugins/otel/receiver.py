@@ -59,7 +59,7 @@ def otlp_receiver() -> Iterator[Receiver]:
     holder: list[Receiver] = []
 
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802  # http.server's name
+        def do_POST(self) -> None:  # http.server's name
             body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
             request = ExportTraceServiceRequest()
             request.ParseFromString(body)
@@ -93,7 +93,7 @@ def otlp_receiver() -> Iterator[Receiver]:
             self.end_headers()
             self.wfile.write(reply)
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002  # http.server's signature
+        def log_message(self, format: str, *args: Any) -> None:  # http.server's signature
             return  # keep the test output quiet
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

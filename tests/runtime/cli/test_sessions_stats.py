@@ -74,9 +74,10 @@ def test_stats_json_has_the_figures_and_the_children(store: tuple[str, str, str]
         cached,
     )
     flash = next(p for p in DEEPSEEK_PRICES if p.model == "deepseek-v4-flash")
+    assert flash.cache_read is not None
     assert data["cost"] == pytest.approx(
         (tokens_in * flash.input + tokens_out * flash.output + cached * flash.cache_read) / 1e6
-    )  # type: ignore[operator]
+    )
     assert data["currency"] == "USD"
     assert data["tools"] == {
         "subagent_fork": {"calls": 1, "errors": 0, "time_ms": data["tools"]["subagent_fork"]["time_ms"]}

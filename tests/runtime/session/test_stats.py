@@ -199,7 +199,7 @@ def _timed_log(path: Path) -> Path:
         },
     }
     failure = {"message": "server", "code": "SERVER"}
-    rows = [
+    rows: list[tuple[str, int, dict[str, Any], dict[str, Any]]] = [
         ("turn/start", 1000, {"turn": 1}, {}),
         ("step/start", 1010, {"turn": 1, "step": 1}, {}),
         ("user/message", 1010, user, {"surfaceOp": "append"}),
@@ -377,12 +377,8 @@ def test_the_most_specific_price_wins() -> None:
             Price(provider="p", model="m", input=4, output=4),
         )
     )
-    assert [table.price(p, m).input for p, m in (("p", "m"), ("p", "x"), ("q", "m"), ("q", "x"))] == [
-        4,
-        3,
-        2,
-        1,
-    ]  # type: ignore[union-attr]
+    found = [table.price(p, m) for p, m in (("p", "m"), ("p", "x"), ("q", "m"), ("q", "x"))]
+    assert [None if price is None else price.input for price in found] == [4, 3, 2, 1]
     assert PriceTable().price("p", "m") is None
 
 
