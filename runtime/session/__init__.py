@@ -61,6 +61,8 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from ._events import SessionHeader as SessionHeader
     from ._events import SessionTitle as SessionTitle
     from ._events import SessionTitleData as SessionTitleData
+    from ._events import SessionTitleLlmRequest as SessionTitleLlmRequest
+    from ._events import SessionTitleLlmRequestData as SessionTitleLlmRequestData
     from ._events import ShadowedRange as ShadowedRange
     from ._events import StepData as StepData
     from ._events import StepEnd as StepEnd
@@ -70,6 +72,7 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from ._events import SubagentDescriptorData as SubagentDescriptorData
     from ._events import SummaryData as SummaryData
     from ._events import SurfaceOp as SurfaceOp
+    from ._events import TitleRoute as TitleRoute
     from ._events import Todo as Todo
     from ._events import TodoWrite as TodoWrite
     from ._events import TodoWriteData as TodoWriteData
@@ -144,18 +147,6 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from ._tail import tail_start as tail_start
 
 __all__ = [
-    "PRICES",
-    "CallStats",
-    "Figures",
-    "Price",
-    "PriceTable",
-    "SessionStats",
-    "ToolRun",
-    "ToolStats",
-    "TurnStats",
-    "fold_stats",
-    "ordered_tools",
-    "session_stats",
     "AbortKind",
     "AbortReason",
     "AssistantChunk",
@@ -163,6 +154,7 @@ __all__ = [
     "AssistantMessage",
     "AssistantMessageData",
     "BracketData",
+    "CallStats",
     "Clock",
     "CompactionEnd",
     "CompactionPrune",
@@ -175,6 +167,7 @@ __all__ = [
     "EpochHeader",
     "Event",
     "FORMAT_VERSION",
+    "Figures",
     "FixedClock",
     "HeaderConfig",
     "HeaderReason",
@@ -202,7 +195,10 @@ __all__ = [
     "LogState",
     "OpaqueEvent",
     "OpenTurnError",
+    "PRICES",
     "PROJECTED_TYPES",
+    "Price",
+    "PriceTable",
     "ProjectedMessage",
     "Projection",
     "PruneData",
@@ -226,10 +222,13 @@ __all__ = [
     "SessionInfo",
     "SessionLog",
     "SessionNotFoundError",
+    "SessionStats",
     "SessionStore",
     "SessionStoreProtocol",
     "SessionTitle",
     "SessionTitleData",
+    "SessionTitleLlmRequest",
+    "SessionTitleLlmRequestData",
     "ShadowedRange",
     "SpawnedBy",
     "StepData",
@@ -244,6 +243,7 @@ __all__ = [
     "SurfaceNode",
     "SurfaceOp",
     "SystemClock",
+    "TitleRoute",
     "Todo",
     "TodoWrite",
     "TodoWriteData",
@@ -252,12 +252,15 @@ __all__ = [
     "ToolResult",
     "ToolResultData",
     "ToolResultError",
+    "ToolRun",
+    "ToolStats",
     "TurnEnd",
     "TurnEndData",
     "TurnEndKind",
     "TurnEndReason",
     "TurnStart",
     "TurnStartData",
+    "TurnStats",
     "UnsupportedVersionError",
     "UserMessage",
     "UuidIds",
@@ -270,18 +273,21 @@ __all__ = [
     "encode_data",
     "event_line",
     "export_jsonl",
+    "fold_stats",
     "follow",
     "import_jsonl",
     "is_postgres_url",
     "load_state",
     "open_log",
     "open_store",
+    "ordered_tools",
     "own_events",
     "project",
     "read_jsonl",
     "read_listing",
     "redact_url",
     "resume",
+    "session_stats",
     "tail_start",
     "write_jsonl",
 ]
@@ -346,6 +352,9 @@ _LAZY = {
     "SessionHeader": "._events",
     "SessionTitle": "._events",
     "SessionTitleData": "._events",
+    "SessionTitleLlmRequest": "._events",
+    "SessionTitleLlmRequestData": "._events",
+    "TitleRoute": "._events",
     "ShadowedRange": "._events",
     "StepData": "._events",
     "StepEnd": "._events",
