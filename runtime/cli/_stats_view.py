@@ -136,28 +136,14 @@ def print_stats(console: Console, stats: SessionStats) -> None:
         console.print(table)
     if stats.calls:
         table = Table(title="model calls")
-        columns = (
-            "turn",
-            "step",
-            "try",
-            "kind",
-            "model",
-            "finish",
-            "first token",
-            "time",
-            "in",
-            "out",
-            "cache",
-        )
-        for column in (*columns, "cost"):
+        columns = ("call", "kind", "model", "finish", "1st token", "time", "in", "out", "cache", "cost")
+        for column in columns:
             table.add_column(column, justify="left" if column in ("kind", "model", "finish") else "right")
         for call in stats.calls:
             table.add_row(
-                str(call.turn),
-                str(call.step),
-                str(call.attempt),
+                f"{call.turn}.{call.step}" + (f" #{call.attempt}" if call.attempt > 1 else ""),
                 call.kind,
-                f"{call.provider or '?'}/{call.model or '?'}",
+                call.model or "?",
                 call.finish or "-",
                 _ms(call.ttft_ms),
                 _ms(call.duration_ms),

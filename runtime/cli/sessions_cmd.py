@@ -32,6 +32,8 @@ from dsh.runtime.session import (
     SessionEndSeed,
     SessionInfo,
     SessionStoreProtocol,
+    SessionTitle,
+    SessionTitleData,
     StepEnd,
     StepStart,
     StoredEvent,
@@ -54,7 +56,7 @@ from dsh.runtime.session import (
     session_stats,
 )
 
-from ._sessions_list import COLUMNS, USAGE_COLUMN, info_json, link, session_rows, sessions_json, when
+from ._sessions_list import COLUMNS, USAGE_COLUMNS, info_json, link, session_rows, sessions_json, when
 from ._stats_view import print_stats, resolve_prices, stats_json, turn_line, usage_cell
 
 __all__ = ["sessions_app", "sessions_table"]
@@ -77,14 +79,17 @@ def _events(count: int) -> str:
 
 
 def sessions_table(
-    store: SessionStoreProtocol, *, current: str | None = None, usage: dict[str, str] | None = None
+    store: SessionStoreProtocol,
+    *,
+    current: str | None = None,
+    usage: dict[str, tuple[str, str]] | None = None,
 ) -> Table:
     """The store's sessions, oldest first, each parent's forks and subagents indented under it, as a table
-    (`current`, when given, is marked with `*`; `usage`, when given, adds each session's tokens and cost)."""
+    (`current`, when given, is marked with `*`; `usage`, when given, adds each session's title, tokens and cost)."""
     title, rows = session_rows(store, current=current, usage=usage)
     table = Table(title=title)
     table.add_column(COLUMNS[0], no_wrap=True)  # ids are copied into --session: never folded
-    for column in (*COLUMNS[1:], *((USAGE_COLUMN,) if usage is not None else ())):
+    for column in (*COLUMNS[1:], *(USAGE_COLUMNS if usage is not None else ())):
         table.add_column(column, overflow="fold")
     for row in rows:
         table.add_row(*row)
@@ -95,7 +100,7 @@ UsageOption = Annotated[
     bool,
     typer.Option(
         "--usage",
-        help="Add each session's tokens and cost (its own events; read whole, so slower on a large store).",
+        help="Add each session's title, tokens and cost (its own events, read whole: slower on a large store).",
     ),
 ]
 
@@ -108,7 +113,7 @@ def list_sessions(
     config: ConfigOption = None,
 ) -> None:
     """List the sessions in the store, oldest first, each parent's forks and subagents indented under it.
-    `--usage` adds each session's tokens and cost (priced by the deployment of `--config`, else DeepSeek's
+    `--usage` adds each session's title, tokens and cost (priced by the deployment of `--config`, else DeepSeek's
     published prices).
 
     Example: dsh sessions list --usage --store sessions.db
@@ -137,9 +142,13 @@ def list_sessions(
                 )
                 data["cost"] = each.cost
                 data["currency"] = each.currency
+                data["title"] = each.title
             typer.echo(json.dumps(sessions))
             return
-        usage_cells = {str(session): usage_cell(each, each.currency) for session, each in figures.items()}
+        usage_cells = {
+            str(session): (each.title or "-", usage_cell(each, each.currency))
+            for session, each in figures.items()
+        }
         table = sessions_table(opened, usage=usage_cells)
         Console().print(table)
 
@@ -356,6 +365,40 @@ def stats(
         typer.echo(json.dumps(stats_json(figures)))
         return
     print_stats(Console(), figures)
+
+
+@sessions_app.command("title")
+def title(
+    session_id: Annotated[
+        str, typer.Argument(metavar="ID", help="The session id (or a unique prefix of it).")
+    ],
+    text: Annotated[str, typer.Argument(metavar="TEXT", help="The title.")],
+    store: StoreOption = None,
+) -> None:
+    """Name a session by hand: appends `session/title` (source `user`), which `sessions list --usage`, `show` and
+    `stats` show, and which the `titles` plugin never replaces. Refused while another process writes the session.
+
+    Example: dsh sessions title 01J5Z3... "Fix the flaky upload test"
+    """
+    cleaned = " ".join(text.split())
+    if not cleaned:
+        raise SessionError("a title needs some text; got only whitespace")
+    with _open(store, session_id) as opened:
+        session_id = resolve_session(opened, session_id)
+        lease = opened.acquire_lease(session_id)
+        try:
+            last = opened.last_event(session_id)
+            clock = opened.session_clock(session_id)
+            event = SessionTitle(data=SessionTitleData(title=cleaned, source={"kind": "user"}))
+            stored = StoredEvent.from_event(
+                event,
+                seq=opened.length(session_id),
+                time=max(clock.now_ms(), last.time if last is not None else 0),
+            )
+            opened.append_events(session_id, [stored], lease=lease)
+        finally:
+            opened.release_lease(lease)
+    typer.echo(f"session {session_id} is titled {json.dumps(cleaned, ensure_ascii=False)}")
 
 
 TRACE_ENTRY_POINT_GROUP = "dsh.trace"
