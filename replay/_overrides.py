@@ -10,7 +10,7 @@
 ```
 
 Every override names its target by `turn`, `step`, `attempt` (default 1) and `kind` (`model`, the default, or
-`compaction`). The schema is strict (unknown keys, a bad chunk, a non-positive key are refused at load, naming the
+`compaction`; a recorded title call keeps its place among them). The schema is strict (unknown keys, a bad chunk, a non-positive key are refused at load, naming the
 override's index) and so is applying it (a patch of an entry that was not recorded, an index past the end).
 """
 
@@ -52,7 +52,9 @@ class _Target(
 
     @property
     def call(self) -> CallKey:
-        purpose = "compaction" if self.kind == "compaction" else "step"
+        purpose = (
+            "step" if self.kind == "model" else self.kind
+        )  # compaction and title: their plugins' purposes
         return CallKey(turn=self.turn, step=self.step, attempt=self.attempt, purpose=purpose)
 
 
@@ -96,7 +98,7 @@ class OverrideFile(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 _FILE = msgspec.json.Decoder(OverrideFile)
-_KIND_ORDER = {"compaction": 0, "model": 1}
+_KIND_ORDER = {"compaction": 0, "model": 1, "title": 2}
 
 
 def _order(call: CallKey, kind: EntryKind) -> tuple[int, int, int, int]:

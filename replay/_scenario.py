@@ -231,7 +231,9 @@ def with_replay(deployment: Deployment | None, log: Path, provider: str | None =
     config = ReplayConfig(log=str(log), routes=tuple(routes))
     replay = PluginEntry("replay", "replay", replay_plugin, config, None)
     swapped = _swap_transport(log, deployment, replay)
-    return Deployment(swapped.path, _replayable(swapped.plugins, log), deployment.model or model, agent_provider)
+    return Deployment(
+        swapped.path, _replayable(swapped.plugins, log), deployment.model or model, agent_provider
+    )
 
 
 def replay_deployment(scenario: Scenario, *, pace_ms: float = 0.0) -> Deployment:
