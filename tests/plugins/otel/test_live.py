@@ -54,7 +54,7 @@ def _check(receiver: Receiver, ran: Rerun) -> None:
     spans = receiver.spans
     assert len({span.trace_id for span in spans}) == 1
     by_id = {span.span_id: span for span in spans}
-    (parent_info, parent_log), (child_info, child_log) = ran.logs
+    (parent_info, _), (child_info, _) = ran.logs
     sessions = {span.attributes["gen_ai.conversation.id"]: span for span in receiver.named("session ")}
     assert set(sessions) == {parent_info.id, child_info.id}
     assert sessions[parent_info.id].parent_id == ""
