@@ -10,7 +10,7 @@
 ```
 
 Every override names its target by `turn`, `step`, `attempt` (default 1) and `kind` (`model`, the default, or
-`compaction`; a recorded title call keeps its place among them). The schema is strict (unknown keys, a bad chunk, a non-positive key are refused at load, naming the
+`compaction`; a recorded title call is served as recorded). The schema is strict (unknown keys, a bad chunk, a non-positive key are refused at load, naming the
 override's index) and so is applying it (a patch of an entry that was not recorded, an index past the end).
 """
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import get_args
+from typing import Literal, get_args
 
 import msgspec
 
@@ -48,13 +48,11 @@ class _Target(
     turn: int
     step: int
     attempt: int = 1
-    kind: EntryKind = "model"
+    kind: Literal["model", "compaction"] = "model"  # a title call is served as recorded, never overridden
 
     @property
     def call(self) -> CallKey:
-        purpose = (
-            "step" if self.kind == "model" else self.kind
-        )  # compaction and title: their plugins' purposes
+        purpose = "compaction" if self.kind == "compaction" else "step"
         return CallKey(turn=self.turn, step=self.step, attempt=self.attempt, purpose=purpose)
 
 
