@@ -424,7 +424,7 @@ def trace(
     OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else OTEL_EXPORTER_OTLP_ENDPOINT, points (headers from
     OTEL_EXPORTER_OTLP_HEADERS); needs the `otel` extra.
 
-    Example: OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318 dsh sessions trace 01J5Z3...
+    Example: dsh sessions trace 01J5Z3... (with OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318)
     """
     from importlib.metadata import entry_points
 
