@@ -10,7 +10,7 @@
 ```
 
 Every override names its target by `turn`, `step`, `attempt` (default 1) and `kind` (`model`, the default, or
-`compaction`). The schema is strict (unknown keys, a bad chunk, a non-positive key are refused at load, naming the
+`compaction`; a recorded title call is served as recorded). The schema is strict (unknown keys, a bad chunk, a non-positive key are refused at load, naming the
 override's index) and so is applying it (a patch of an entry that was not recorded, an index past the end).
 """
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import get_args
+from typing import Literal, get_args
 
 import msgspec
 
@@ -48,7 +48,7 @@ class _Target(
     turn: int
     step: int
     attempt: int = 1
-    kind: EntryKind = "model"
+    kind: Literal["model", "compaction"] = "model"  # a title call is served as recorded, never overridden
 
     @property
     def call(self) -> CallKey:
@@ -96,7 +96,7 @@ class OverrideFile(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 _FILE = msgspec.json.Decoder(OverrideFile)
-_KIND_ORDER = {"compaction": 0, "model": 1}
+_KIND_ORDER = {"compaction": 0, "model": 1, "title": 2}
 
 
 def _order(call: CallKey, kind: EntryKind) -> tuple[int, int, int, int]:

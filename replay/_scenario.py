@@ -43,6 +43,24 @@ LIVE_TRANSPORT = "llm_openai"
 """The live transport a replay stands in for, by its declared plugin name (whatever `use:` spelled it)."""
 RETRY = "retry"
 """The retry plugin whose waits a replay zeroes, by its declared name."""
+TITLES = "titles"
+"""The title plugin, by its declared name: a replay loads it only when the recording holds a title call (a title
+call the recording never made would have no answer to be served)."""
+
+
+def _asks_titles(log: Path) -> bool:
+    """Whether the recording (the root log of a scenario directory, or a log file) logged a title call."""
+    for event, _ in read_log(log / ROOT_LOG if log.is_dir() else log).events():
+        if event.type == "session/title-llm-request":
+            return True
+    return False
+
+
+def _replayable(entries: tuple[PluginEntry, ...], log: Path) -> tuple[PluginEntry, ...]:
+    """`entries` without the title plugin when the recording made no title call."""
+    if not any(entry.plugin.name == TITLES for entry in entries) or _asks_titles(log):
+        return entries
+    return tuple(entry for entry in entries if entry.plugin.name != TITLES)
 
 
 class SteerDoc(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
@@ -216,7 +234,9 @@ def with_replay(deployment: Deployment | None, log: Path, provider: str | None =
     config = ReplayConfig(log=str(log), routes=tuple(routes))
     replay = PluginEntry("replay", "replay", replay_plugin, config, None)
     swapped = _swap_transport(log, deployment, replay)
-    return Deployment(swapped.path, swapped.plugins, deployment.model or model, agent_provider)
+    return Deployment(
+        swapped.path, _replayable(swapped.plugins, log), deployment.model or model, agent_provider
+    )
 
 
 def replay_deployment(scenario: Scenario, *, pace_ms: float = 0.0) -> Deployment:
@@ -245,4 +265,6 @@ def replay_deployment(scenario: Scenario, *, pace_ms: float = 0.0) -> Deployment
             "to stand in for",
             place=str(source),
         )
-    return Deployment(deployment.path, tuple(entries), deployment.model, deployment.provider)
+    return Deployment(
+        deployment.path, _replayable(tuple(entries), Path(source)), deployment.model, deployment.provider
+    )

@@ -81,6 +81,8 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from ._events import SessionHeader as SessionHeader
     from ._events import SessionTitle as SessionTitle
     from ._events import SessionTitleData as SessionTitleData
+    from ._events import SessionTitleLlmRequest as SessionTitleLlmRequest
+    from ._events import SessionTitleLlmRequestData as SessionTitleLlmRequestData
     from ._events import ShadowedRange as ShadowedRange
     from ._events import StepData as StepData
     from ._events import StepEnd as StepEnd
@@ -90,6 +92,7 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from ._events import SubagentDescriptorData as SubagentDescriptorData
     from ._events import SummaryData as SummaryData
     from ._events import SurfaceOp as SurfaceOp
+    from ._events import TitleRoute as TitleRoute
     from ._events import Todo as Todo
     from ._events import TodoWrite as TodoWrite
     from ._events import TodoWriteData as TodoWriteData
@@ -143,6 +146,18 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from ._services import SessionId as SessionId
     from ._services import SystemClock as SystemClock
     from ._services import UuidIds as UuidIds
+    from ._stats import PRICES as PRICES
+    from ._stats import CallStats as CallStats
+    from ._stats import Figures as Figures
+    from ._stats import Price as Price
+    from ._stats import PriceTable as PriceTable
+    from ._stats import SessionStats as SessionStats
+    from ._stats import ToolRun as ToolRun
+    from ._stats import ToolStats as ToolStats
+    from ._stats import TurnStats as TurnStats
+    from ._stats import fold_stats as fold_stats
+    from ._stats import ordered_tools as ordered_tools
+    from ._stats import session_stats as session_stats
     from ._store import LEASE_TTL_MS as LEASE_TTL_MS
     from ._store import Lease as Lease
     from ._store import SessionInfo as SessionInfo
@@ -159,6 +174,7 @@ __all__ = [
     "AssistantMessage",
     "AssistantMessageData",
     "BracketData",
+    "CallStats",
     "Clock",
     "CompactionEnd",
     "CompactionPrune",
@@ -171,6 +187,7 @@ __all__ = [
     "EpochHeader",
     "Event",
     "FORMAT_VERSION",
+    "Figures",
     "FixedClock",
     "HeaderConfig",
     "HeaderReason",
@@ -218,7 +235,10 @@ __all__ = [
     "LogState",
     "OpaqueEvent",
     "OpenTurnError",
+    "PRICES",
     "PROJECTED_TYPES",
+    "Price",
+    "PriceTable",
     "ProjectedMessage",
     "Projection",
     "PruneData",
@@ -242,10 +262,13 @@ __all__ = [
     "SessionInfo",
     "SessionLog",
     "SessionNotFoundError",
+    "SessionStats",
     "SessionStore",
     "SessionStoreProtocol",
     "SessionTitle",
     "SessionTitleData",
+    "SessionTitleLlmRequest",
+    "SessionTitleLlmRequestData",
     "ShadowedRange",
     "SpawnedBy",
     "StepData",
@@ -260,6 +283,7 @@ __all__ = [
     "SurfaceNode",
     "SurfaceOp",
     "SystemClock",
+    "TitleRoute",
     "Todo",
     "TodoWrite",
     "TodoWriteData",
@@ -268,12 +292,15 @@ __all__ = [
     "ToolResult",
     "ToolResultData",
     "ToolResultError",
+    "ToolRun",
+    "ToolStats",
     "TurnEnd",
     "TurnEndData",
     "TurnEndKind",
     "TurnEndReason",
     "TurnStart",
     "TurnStartData",
+    "TurnStats",
     "UnsupportedVersionError",
     "UserMessage",
     "UuidIds",
@@ -286,18 +313,21 @@ __all__ = [
     "encode_data",
     "event_line",
     "export_jsonl",
+    "fold_stats",
     "follow",
     "import_jsonl",
     "is_postgres_url",
     "load_state",
     "open_log",
     "open_store",
+    "ordered_tools",
     "own_events",
     "project",
     "read_jsonl",
     "read_listing",
     "redact_url",
     "resume",
+    "session_stats",
     "tail_start",
     "write_jsonl",
 ]
@@ -382,6 +412,9 @@ _LAZY = {
     "SessionHeader": "._events",
     "SessionTitle": "._events",
     "SessionTitleData": "._events",
+    "SessionTitleLlmRequest": "._events",
+    "SessionTitleLlmRequestData": "._events",
+    "TitleRoute": "._events",
     "ShadowedRange": "._events",
     "StepData": "._events",
     "StepEnd": "._events",
@@ -449,6 +482,18 @@ _LAZY = {
     "SessionInfo": "._store",
     "SessionStore": "._store",
     "SpawnedBy": "._store",
+    "PRICES": "._stats",
+    "CallStats": "._stats",
+    "Figures": "._stats",
+    "Price": "._stats",
+    "PriceTable": "._stats",
+    "SessionStats": "._stats",
+    "ToolRun": "._stats",
+    "ToolStats": "._stats",
+    "TurnStats": "._stats",
+    "fold_stats": "._stats",
+    "ordered_tools": "._stats",
+    "session_stats": "._stats",
     "follow": "._tail",
     "tail_start": "._tail",
 }

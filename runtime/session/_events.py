@@ -86,6 +86,8 @@ __all__ = [
     "SessionHeader",
     "SessionTitle",
     "SessionTitleData",
+    "SessionTitleLlmRequest",
+    "SessionTitleLlmRequestData",
     "ShadowedRange",
     "StepData",
     "StepEnd",
@@ -97,6 +99,7 @@ __all__ = [
     "SurfaceOp",
     "Todo",
     "TodoWrite",
+    "TitleRoute",
     "TodoWriteData",
     "ToolCall",
     "ToolCallData",
@@ -416,8 +419,33 @@ class InboxSplicedData(_Wire, frozen=True, kw_only=True):
 
 
 class SessionTitleData(_Wire, frozen=True, kw_only=True):
+    """`session/title`: the title, the `user/message` seqs it was made from, and how (`source`, as the original
+    writes it: `{kind: "fallback"}`, `{kind: "user"}` for one set by hand, `{kind: "provider", provider, model?}` for
+    one a model made). `usage` is dsh's: the tokens of the model call that made it."""
+
     title: str
     message_seqs: tuple[int, ...] = ()
+    source: Any = None
+    usage: TokenUsage | None = None
+
+
+class TitleRoute(_Wire, frozen=True, kw_only=True):
+    """Where a title call goes: provider route and model."""
+
+    provider: str
+    model: str
+
+
+class SessionTitleLlmRequestData(_Wire, frozen=True, kw_only=True):
+    """`session/title-llm-request`, logged before a title call: the title provider's id, the `user/message` seqs it
+    frames, the call's route, its exact system prompt and messages, and its output cap (the original's fields)."""
+
+    title_provider: str
+    message_seqs: tuple[int, ...]
+    route: TitleRoute
+    system: str
+    messages: tuple[UserTurnMessage, ...]
+    max_tokens: int
 
 
 # ---------------------------------------------------------------- human in the loop (the original's interaction/*,
@@ -616,6 +644,12 @@ class SessionTitle(Event, tag="session/title", frozen=True, kw_only=True):
     data: SessionTitleData
 
 
+class SessionTitleLlmRequest(Event, tag="session/title-llm-request", frozen=True, kw_only=True):
+    """A title call about to be made (its result, if any, is the next `session/title`)."""
+
+    data: SessionTitleLlmRequestData
+
+
 class JobStarted(Event, tag="job/started", frozen=True, kw_only=True):
     data: JobStartedData
 
@@ -701,6 +735,7 @@ CoreEvent = (
     | LlmRetryStarted
     | SubagentDescriptor
     | SessionTitle
+    | SessionTitleLlmRequest
     | InboxSpliced
     | JobStarted
     | JobSettled
@@ -739,6 +774,7 @@ EVENT_TYPES: Mapping[str, type[Event]] = {
         LlmRetryStarted,
         SubagentDescriptor,
         SessionTitle,
+        SessionTitleLlmRequest,
         InboxSpliced,
         JobStarted,
         JobSettled,

@@ -56,6 +56,7 @@ def test_every_core_type_of_the_architecture_has_a_tagged_struct() -> None:
         "llm/retry-started",
         "subagent/descriptor",
         "session/title",
+        "session/title-llm-request",
         "agent/inbox/spliced",
         "job/started",
         "job/settled",
