@@ -29,8 +29,9 @@ from dsh.runtime.session import (
     SessionStoreProtocol,
     export_jsonl,
 )
+from dsh.runtime.tools import Answer, Approval
 
-from ._chat import Chat, ChatError
+from ._chat import OUTCOMES, Chat, ChatError, Waiting
 from ._security import Guard
 from ._views import LONG, Item, items, markdown, session_row, when
 
@@ -71,17 +72,24 @@ def csrf_token(token: str) -> str:
     return hmac.new(token.encode(), b"dsh-web-form", hashlib.sha256).hexdigest()
 
 
-async def _form(request: Request, token: str) -> dict[str, str]:
-    """The posted form's fields (URL-encoded, at most `FORM_LIMIT` bytes), its CSRF field checked."""
+async def _form_lists(request: Request, token: str) -> dict[str, list[str]]:
+    """The posted form's fields, each with every value given (URL-encoded, at most `FORM_LIMIT` bytes), its CSRF
+    field checked."""
     body = b""
     async for part in request.stream():
         body += part
         if len(body) > FORM_LIMIT:
             raise HTTPException(413, f"a form may hold at most {FORM_LIMIT} bytes")
-    fields = {k: v[-1] for k, v in parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True).items()}
-    if not hmac.compare_digest(fields.get("csrf", "").encode(), csrf_token(token).encode()):
+    fields = parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
+    given = (fields.get("csrf") or [""])[-1]
+    if not hmac.compare_digest(given.encode(), csrf_token(token).encode()):
         raise HTTPException(403, "the form is missing this page's CSRF field: reload the page and try again")
     return fields
+
+
+async def _form(request: Request, token: str) -> dict[str, str]:
+    """The posted form's fields, the last value of each (see `_form_lists`)."""
+    return {key: values[-1] for key, values in (await _form_lists(request, token)).items()}
 
 
 RERUN_GROUP = "dsh.rerun"
@@ -170,6 +178,7 @@ def create_app(
         parent = None if info.parent_id is None else store.info(info.parent_id)
         ended = [it.turn for it in shown if it.kind == "end" and it.turn is not None]
         running = chat is not None and chat.running(info.id)
+        waiting = [] if chat is None else chat.waiting(info.id)
         return page(
             "session.html",
             info=info,
@@ -179,6 +188,7 @@ def create_app(
             parent=parent,
             ended=ended,
             running=running,
+            waiting=waiting,
         )
 
     def chatting() -> Chat:
@@ -240,6 +250,34 @@ def create_app(
         ]
         return page("replay.html", info=info, report=report, rows=rows)
 
+    async def approve(request: Request) -> Response:
+        info = info_of(request.path_params["session_id"])
+        fields = await _form(request, token)
+        outcome = fields.get("outcome", "")
+        if outcome not in OUTCOMES:
+            raise HTTPException(400, f"an approval is one of {', '.join(OUTCOMES)}, got {outcome!r}")
+        message = fields.get("message", "").strip() or None
+        chatting().answer(info.id, fields.get("call", ""), Approval(outcome, message))  # type: ignore[arg-type]
+        return RedirectResponse(f"/s/{info.id}", 303)
+
+    async def answer(request: Request) -> Response:
+        info = info_of(request.path_params["session_id"])
+        body = await _form_lists(request, token)
+        call = (body.get("call") or [""])[-1]
+        asked = next((w for w in chatting().waiting(info.id) if w.call_id == call), None)
+        if asked is None:
+            raise HTTPException(409, f"call {call} of session {info.id} is not waiting for an answer")
+        answers = tuple(
+            Answer(
+                id=question.id,
+                selected=tuple(body.get(f"choice-{question.id}", [])),
+                custom=(body.get(f"custom-{question.id}") or [""])[-1].strip() or None,
+            )
+            for question in asked.questions
+        )
+        chatting().answer(info.id, call, answers)
+        return RedirectResponse(f"/s/{info.id}", 303)
+
     async def export(request: Request) -> Response:
         info = info_of(request.path_params["session_id"])
         out = io.BytesIO()
@@ -257,10 +295,19 @@ def create_app(
         except ValueError:
             start = 0
 
+        def waiting_html() -> str:
+            waiting: list[Waiting] = [] if chat is None else chat.waiting(info.id)
+            return env.get_template("_waiting.html").render(info=info, waiting=waiting).replace("\n", " ")
+
         async def stream() -> AsyncIterator[str]:
             seen = start
             quiet = 0.0
+            shown_waiting = ""
             while True:
+                now_waiting = waiting_html()
+                if now_waiting != shown_waiting:
+                    shown_waiting = now_waiting
+                    yield f"event: waiting\ndata: {now_waiting}\n\n"
                 length = store.length(info.id)
                 if length > seen:
                     for event in store.events(info.id, start=seen, stop=length):
@@ -310,6 +357,8 @@ def create_app(
             Route("/s/{session_id}/cancel", cancel, methods=["POST"]),
             Route("/s/{session_id}/fork", fork, methods=["POST"]),
             Route("/s/{session_id}/replay", replay_view, methods=["POST"]),
+            Route("/s/{session_id}/approve", approve, methods=["POST"]),
+            Route("/s/{session_id}/answer", answer, methods=["POST"]),
             Mount("/static", StaticFiles(directory=_HERE / "static"), name="static"),
         ],
         exception_handlers={HTTPException: refused, ChatError: chat_refused},

@@ -16,11 +16,20 @@ from markupsafe import Markup
 
 from dsh.runtime.llm import ReasoningBlock, TextBlock, ToolCallBlock, UsageChunk
 from dsh.runtime.session import (
+    ApprovalAsked,
+    ApprovalDecided,
+    ApprovalPolicy,
     AssistantChunk,
     AssistantMessage,
+    CommandDone,
+    CommandRun,
     CompactionSummary,
+    HookInvoked,
+    HookResult,
     JobSettled,
     JobStarted,
+    PermissionPreset,
+    SandboxMode,
     SessionInfo,
     SessionStoreProtocol,
     SessionTitle,
@@ -150,6 +159,40 @@ def item(event: StoredEvent) -> Item | None:
         return Item("job", seq, fields={"type": event.type, "data": event.data})
     if isinstance(view, SessionTitle):
         return Item("title", seq, fields={"title": view.data.title})
+    return _person_in_the_loop(view, seq)
+
+
+def _person_in_the_loop(view: object, seq: int) -> Item | None:
+    """Approvals, hooks, presets, modes and slash commands, one line each."""
+    if isinstance(view, ApprovalAsked):
+        asked = view.data
+        return Item(
+            "approval", seq, fields={"tool": asked.tool_name, "call": asked.call_id, "reason": asked.reason}
+        )
+    if isinstance(view, ApprovalDecided):
+        return Item("decided", seq, fields={"outcome": view.data.outcome, "message": view.data.message})
+    if isinstance(view, HookInvoked):
+        invoked = view.data
+        line = f"hook {invoked.point} ({invoked.dialect}) {invoked.handler_id}" + (
+            f" for {invoked.matcher}" if invoked.matcher else ""
+        )
+        return Item("hook", seq, fields={"line": line})
+    if isinstance(view, HookResult):
+        result = view.data
+        line = f"hook {result.point} {result.handler_id}: {result.decision}" + (
+            f" (exit {result.exit_code})" if result.exit_code is not None else ""
+        )
+        return Item("hook", seq, fields={"line": line, "detail": result.stderr_summary})
+    if isinstance(view, PermissionPreset):
+        return Item("setting", seq, fields={"line": f"permission preset: {view.data.preset}"})
+    if isinstance(view, SandboxMode):
+        return Item("setting", seq, fields={"line": f"sandbox mode: {view.data.mode}"})
+    if isinstance(view, ApprovalPolicy):
+        return Item("setting", seq, fields={"line": f"approval policy: {view.data.policy}"})
+    if isinstance(view, CommandRun):
+        return Item("setting", seq, fields={"line": f"/{view.data.name}{view.data.args}"})
+    if isinstance(view, CommandDone) and view.data.text:
+        return Item("setting", seq, fields={"line": view.data.text})
     return None
 
 

@@ -27,6 +27,10 @@
     seen = Math.max(seen, delta.seq + 1);
     if (length) length.textContent = String(seen);
   });
+  source.addEventListener("waiting", (message) => {  // what the running turn waits on: approvals, questions
+    const waiting = document.getElementById("waiting");
+    if (waiting) waiting.innerHTML = message.data;
+  });
   source.addEventListener("item", (message) => {
     const template = document.createElement("template");
     template.innerHTML = message.data;
