@@ -95,7 +95,10 @@ def test_a_question_is_answered_on_the_page(browser: Any, store: Path, tmp_path:
             }
         ]
     }
-    replies = [{"tool_calls": [{"name": "ask_user_question", "arguments": question}]}, {"text": "noted"}]
+    replies: list[dict[str, Any]] = [
+        {"tool_calls": [{"name": "ask_user_question", "arguments": question}]},
+        {"text": "noted"},
+    ]
     workspace, config = _deployment(tmp_path, replies)
     served = start_web(store, "--config", str(config))
     try:
