@@ -24,10 +24,12 @@ from starlette.staticfiles import StaticFiles
 from dsh.runtime.llm import ReasoningDelta, TextDelta
 from dsh.runtime.session import (
     AssistantChunk,
+    PriceTable,
     SessionInfo,
     SessionNotFoundError,
     SessionStoreProtocol,
     export_jsonl,
+    session_stats,
 )
 from dsh.runtime.tools import Answer, Approval
 
@@ -118,10 +120,12 @@ def create_app(
     hosts: Iterable[str],
     chat: Chat | None = None,
     writable: bool = True,
+    prices: PriceTable | None = None,
 ) -> Guard:
     """The application over `store`, answering only requests with `token` and a Host in `hosts`; with `chat`
-    (a loaded deployment's agents), pages can also start, prompt, steer, cancel and fork sessions; unless
-    `writable` is False (`--read-only`), they can re-run a session (the replayed one is stored beside it)."""
+        (a loaded deployment's agents), pages can also start, prompt, steer, cancel and fork sessions; unless
+        `writable` is False (`--read-only`), they can re-run a session (the replayed one is stored beside it). `prices`
+    states each session's cost (None: no cost shown)."""
     env = Environment(
         loader=FileSystemLoader(_HERE / "templates"),
         autoescape=select_autoescape(default=True),
@@ -179,6 +183,7 @@ def create_app(
         ended = [it.turn for it in shown if it.kind == "end" and it.turn is not None]
         running = chat is not None and chat.running(info.id)
         waiting = [] if chat is None else chat.waiting(info.id)
+        figures = session_stats(store, info.id, prices=prices)
         return page(
             "session.html",
             info=info,
@@ -189,6 +194,7 @@ def create_app(
             ended=ended,
             running=running,
             waiting=waiting,
+            figures=figures,
         )
 
     def chatting() -> Chat:

@@ -20,7 +20,7 @@ from dsh.runtime.host import (
     open_host,
     open_store,
 )
-from dsh.runtime.session import SessionStoreProtocol
+from dsh.runtime.session import PRICES, PriceTable, SessionStoreProtocol
 
 from ._security import is_loopback, new_token
 
@@ -63,7 +63,7 @@ async def _serve(
     hosts = _hosts(sock.getsockname()[0], sock.getsockname()[1])
     async with anyio.create_task_group() as group:
         chat = None if host is None else Chat(host, group)
-        app = create_app(store, token=token, hosts=hosts, chat=chat, writable=writable)
+        app = create_app(store, token=token, hosts=hosts, chat=chat, writable=writable, prices=_prices(host))
         config = uvicorn.Config(
             app, log_level="warning", lifespan="off", timeout_graceful_shutdown=GRACE_S, access_log=False
         )
@@ -72,6 +72,15 @@ async def _serve(
         finally:
             if chat is not None:
                 chat.close()  # the held sessions close (their turns cancelled, logged aborted) before the host goes
+
+
+def _prices(host: Host | None) -> PriceTable:
+    """The deployment's price table (its `stats` plugin), else DeepSeek's published prices."""
+    from dsh.plugins.stats import DEEPSEEK_PRICES
+
+    if host is not None and host.ctx.has(PRICES):
+        return host.ctx.get(PRICES)
+    return PriceTable(prices=DEEPSEEK_PRICES)
 
 
 def web_command(

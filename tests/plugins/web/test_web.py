@@ -118,6 +118,10 @@ def test_the_list_links_each_session_to_its_page(browser: Any, store: Path, tmp_
         assert "→ bash" in page.locator("li.assistant .call").first.inner_text()
         assert "SNAPSHOT_OK" in page.locator("li.result pre").first.inner_text()
         assert "turn 1 completed" in page.locator("li.end").inner_text()
+        figures = page.locator("section.figures").inner_text()
+        assert "2 model calls" in figures
+        assert "1 tool call" in figures
+        assert "cost 0.00" in figures  # priced at DeepSeek's published prices
         page.set_viewport_size({"width": 1100, "height": 900})
         page.screenshot(path=str(shots / "web-session.png"))
         assert page.errors == []
