@@ -18,7 +18,7 @@ from pathlib import Path
 import anyio
 
 from dsh.plugins.tool_bash import Sandbox, SandboxUnavailableError, run_shell
-from dsh.plugins.tool_fs.grep import _search, compile_pattern
+from dsh.plugins.tool_fs.grep import Hits, Pattern, compile_pattern, search_stream
 
 COMMANDS = 20
 RUNS = 5
@@ -75,6 +75,11 @@ def _grep(root: Path, pattern: str) -> dict[str, float]:
         return hits
 
     regex = compile_pattern(pattern)
+
+    def _search(path: Path, regex: Pattern, check: Callable[[], None], limit: int) -> list[tuple[int, str]]:
+        with path.open("rb") as file:
+            found: Hits = search_stream(file, regex, check, limit)
+        return found.lines
 
     def re2() -> int:
         return sum(len(_search(path, regex, lambda: None, 10**9)) for path in files)

@@ -180,6 +180,7 @@ def _grep_tool(config: Config) -> Tool:
     limits = GrepLimits(
         max_matches=config.grep_max_matches,
         max_line_chars=config.grep_max_line_chars,
+        max_line_bytes=config.grep_max_line_bytes,
         exclude_dirs=config.exclude_dirs,
     )
 
