@@ -197,11 +197,7 @@ def _files(
         if not real.exists():
             raise FsError(FILE_NOT_FOUND, f"Path not found: {workspace.show(real)}")
     top = search_directory(workspace, raw_path)
-    found = []
-    for file in walk_files(workspace, str(top), exclude_dirs):
-        check_cancelled()
-        found.append(file)
-    return found
+    return list(walk_files(workspace, str(top), exclude_dirs, check_cancelled))
 
 
 def _search(

@@ -149,6 +149,7 @@ def _glob_tool(config: Config) -> Tool:
                 arguments.get("path"),
                 config.glob_max_results,
                 config.exclude_dirs,
+                check_cancelled=anyio.from_thread.check_cancelled,
             )
         )
 
