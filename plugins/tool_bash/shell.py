@@ -18,7 +18,7 @@ from typing import Protocol
 import anyio
 from anyio.abc import ByteReceiveStream, Process
 
-from dsh.runtime.tools.guard import guarded
+from dsh.runtime.tools.guard import Limits, guarded
 
 from .sandbox import Sandbox
 
@@ -61,12 +61,14 @@ class TailBuffer:
 @dataclass(frozen=True)
 class ShellOutcome:
     """What happened: the kept tails of both streams (and how many bytes each lost), the exit status (negative
-    for a signal, as subprocess reports it) and whether the timeout fired."""
+    for a signal, as subprocess reports it), whether the timeout fired, and the limit (`processes` or `memory`) for
+    which the supervisor killed the command's tree, if it did."""
 
     stdout: TailBuffer
     stderr: TailBuffer
     returncode: int
     timed_out: bool
+    exceeded: str | None = None
 
 
 async def _drain(stream: ByteReceiveStream | None, sink: Sink) -> None:
@@ -104,11 +106,38 @@ def _kill_group(process: Process) -> None:
         os.killpg(process.pid, signal.SIGKILL)
 
 
-def _argv(command: str, cwd: Path, sandbox: Sandbox | None, workspace: Path | None) -> list[str]:
+@dataclass
+class _Running:
+    """A started command: its process, and the read end of the pipe on which the supervisor names a limit it
+    enforced."""
+
+    process: Process
+    report: int | None
+
+    def exceeded(self) -> str | None:
+        """The limit the supervisor killed the tree for; asked once the process has exited (it wrote first)."""
+        if self.report is None:
+            return None
+        try:
+            os.set_blocking(self.report, False)
+            data = os.read(self.report, 64)
+        except (BlockingIOError, OSError):
+            return None
+        return data.decode(errors="replace").strip() or None
+
+
+def _argv(
+    command: str,
+    cwd: Path,
+    sandbox: Sandbox | None,
+    workspace: Path | None,
+    limits: Limits | None,
+    report_fd: int | None,
+) -> list[str]:
     argv = ["bash", "-c", command]
     if sandbox is not None:
         argv = sandbox.argv(argv, workspace=workspace or cwd, workdir=cwd)
-    return guarded(argv)
+    return guarded(argv, limits, report_fd)
 
 
 async def _stop(process: Process) -> None:
@@ -119,26 +148,45 @@ async def _stop(process: Process) -> None:
 
 @contextlib.asynccontextmanager
 async def _running(
-    command: str, cwd: Path, env: Mapping[str, str] | None, sandbox: Sandbox | None, workspace: Path | None
-) -> AsyncIterator[Process]:
-    """`command` running with `bash -c` in `cwd` (confined by `sandbox` when given), in its own process group so
-    killpg reaches every descendant; on any exception (a cancellation) the group is killed, and the process is
-    always reaped."""
-    process = await anyio.open_process(
-        _argv(command, cwd, sandbox, workspace),
-        cwd=cwd,
-        env=dict(env) if env is not None else None,
-        stdin=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    command: str,
+    cwd: Path,
+    env: Mapping[str, str] | None,
+    sandbox: Sandbox | None,
+    workspace: Path | None,
+    limits: Limits | None,
+) -> AsyncIterator[_Running]:
+    """`command` running with `bash -c` in `cwd` (confined by `sandbox` when given, within `limits`), in its own
+    process group so killpg reaches every descendant; on any exception (a cancellation) the group is killed, and the
+    process is always reaped."""
+    read_end = write_end = None
+    if limits is not None and guarded(["true"]) != ["true"]:
+        read_end, write_end = os.pipe()
     try:
-        yield process
+        process = await anyio.open_process(
+            _argv(command, cwd, sandbox, workspace, limits, write_end),
+            cwd=cwd,
+            env=dict(env) if env is not None else None,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            pass_fds=(write_end,) if write_end is not None else (),
+        )
+    except BaseException:
+        if read_end is not None:
+            os.close(read_end)
+        raise
+    finally:
+        if write_end is not None:
+            os.close(write_end)
+    try:
+        yield _Running(process, read_end)
     except BaseException:
         await _stop(process)
         raise
     finally:
         with anyio.CancelScope(shield=True):
             await process.aclose()
+        if read_end is not None:
+            os.close(read_end)
 
 
 def _status(process: Process) -> int:
@@ -153,13 +201,16 @@ async def run_background(
     env: Mapping[str, str] | None = None,
     sandbox: Sandbox | None = None,
     workspace: Path | None = None,
-) -> int:
+    limits: Limits | None = None,
+) -> tuple[int, str | None]:
     """Run `command` as `run_shell` does, with no timeout, writing both streams to `sink` as they arrive; return
-    its exit status (negative for a signal). Cancelled (the job killed, its agent closed), the group is killed and
-    the cancellation propagates; when dsh dies, the supervisor kills it."""
-    async with _running(command, cwd, env, sandbox, workspace) as process:
-        await _collect(process, sink, sink)
-    return _status(process)
+    its exit status (negative for a signal) and the limit the supervisor killed it for, if any. Cancelled (the job
+    killed, its agent closed), the group is killed and the cancellation propagates; when dsh dies, the supervisor
+    kills it."""
+    async with _running(command, cwd, env, sandbox, workspace, limits) as running:
+        await _collect(running.process, sink, sink)
+        exceeded = running.exceeded()
+    return _status(running.process), exceeded
 
 
 async def run_shell(
@@ -171,14 +222,17 @@ async def run_shell(
     env: Mapping[str, str] | None = None,
     sandbox: Sandbox | None = None,
     workspace: Path | None = None,
+    limits: Limits | None = None,
 ) -> ShellOutcome:
     """Run `command` with `bash -c` in `cwd`, confined by `sandbox` (to `workspace`, `cwd` by default) when given.
-    After `limit_seconds` the process group is killed and the outcome says so; on cancellation the group is killed
+    Within `limits` when given (the outcome names a limit the supervisor enforced). After `limit_seconds` the process group is
+    killed and the outcome says so; on cancellation the group is killed
     and the cancellation propagates; when dsh dies, the supervisor kills it."""
     stdout, stderr = TailBuffer(cap), TailBuffer(cap)
-    async with _running(command, cwd, env, sandbox, workspace) as process:
+    async with _running(command, cwd, env, sandbox, workspace, limits) as running:
         with anyio.move_on_after(limit_seconds) as deadline:
-            await _collect(process, stdout, stderr)
+            await _collect(running.process, stdout, stderr)
         if deadline.cancelled_caught:
-            await _stop(process)
-    return ShellOutcome(stdout, stderr, _status(process), deadline.cancelled_caught)
+            await _stop(running.process)
+        exceeded = running.exceeded()
+    return ShellOutcome(stdout, stderr, _status(running.process), deadline.cancelled_caught, exceeded)
