@@ -78,7 +78,7 @@ async def _drain(stream: ByteReceiveStream | None, sink: Sink) -> None:
         sink.write(chunk)
 
 
-async def _collect(process: Process, stdout: Sink, stderr: Sink) -> None:
+async def _collect(running: _Running, stdout: Sink, stderr: Sink) -> None:
     """Read both streams until the shell exits. A background child may keep the pipes open after that: its
     output is read for a short grace period, then the rest of the group is killed, so no call leaves orphans."""
     drained = anyio.Event()
@@ -91,39 +91,49 @@ async def _collect(process: Process, stdout: Sink, stderr: Sink) -> None:
                 streams.start_soon(_drain, process.stderr, stderr)
         drained.set()
 
+    process = running.process
     async with anyio.create_task_group() as group:
         group.start_soon(drain_both)
         await process.wait()
         with anyio.move_on_after(_GRACE_SECONDS):
             await drained.wait()
         if not drained.is_set():
-            _kill_group(process)
+            running.kill()
         drains.cancel()
 
 
-def _kill_group(process: Process) -> None:
+def _kill_group(group: int) -> None:
     with contextlib.suppress(ProcessLookupError):  # the group already exited: nothing left to kill
-        os.killpg(process.pid, signal.SIGKILL)
+        os.killpg(group, signal.SIGKILL)
 
 
-@dataclass
 class _Running:
-    """A started command: its process, and the read end of the pipe on which the supervisor names a limit it
-    enforced."""
+    """A started command: its process (the supervisor), and the read end of the pipe on which the supervisor names
+    the command's own process group and a limit it enforced."""
 
-    process: Process
-    report: int | None
+    def __init__(self, process: Process, report: int | None) -> None:
+        self.process, self.report = process, report
+        self._lines: list[str] = []
+        if report is not None:
+            os.set_blocking(report, False)
+
+    def _read(self) -> list[str]:
+        if self.report is not None:
+            with contextlib.suppress(BlockingIOError, OSError):  # nothing more written yet
+                while data := os.read(self.report, 4096):
+                    self._lines += data.decode(errors="replace").split()
+        return self._lines
+
+    def kill(self) -> None:
+        """Kill the supervisor's group and the command's (a whole group at once: a fork bomb cannot outrun it)."""
+        _kill_group(self.process.pid)
+        lines = self._read()
+        if "group" in lines:
+            _kill_group(int(lines[lines.index("group") + 1]))
 
     def exceeded(self) -> str | None:
         """The limit the supervisor killed the tree for; asked once the process has exited (it wrote first)."""
-        if self.report is None:
-            return None
-        try:
-            os.set_blocking(self.report, False)
-            data = os.read(self.report, 64)
-        except (BlockingIOError, OSError):
-            return None
-        return data.decode(errors="replace").strip() or None
+        return next((word for word in self._read() if word in ("processes", "memory")), None)
 
 
 def _argv(
@@ -140,10 +150,10 @@ def _argv(
     return guarded(argv, limits, report_fd)
 
 
-async def _stop(process: Process) -> None:
-    _kill_group(process)
+async def _stop(running: _Running) -> None:
+    running.kill()
     with anyio.CancelScope(shield=True):
-        await process.wait()
+        await running.process.wait()
 
 
 @contextlib.asynccontextmanager
@@ -159,7 +169,7 @@ async def _running(
     process group so killpg reaches every descendant; on any exception (a cancellation) the group is killed, and the
     process is always reaped."""
     read_end = write_end = None
-    if limits is not None and guarded(["true"]) != ["true"]:
+    if guarded(["true"]) != ["true"]:  # the supervisor runs here: it reports on a pipe
         read_end, write_end = os.pipe()
     try:
         process = await anyio.open_process(
@@ -177,10 +187,11 @@ async def _running(
     finally:
         if write_end is not None:
             os.close(write_end)
+    running = _Running(process, read_end)
     try:
-        yield _Running(process, read_end)
+        yield running
     except BaseException:
-        await _stop(process)
+        await _stop(running)
         raise
     finally:
         with anyio.CancelScope(shield=True):
@@ -208,7 +219,7 @@ async def run_background(
     killed, its agent closed), the group is killed and the cancellation propagates; when dsh dies, the supervisor
     kills it."""
     async with _running(command, cwd, env, sandbox, workspace, limits) as running:
-        await _collect(running.process, sink, sink)
+        await _collect(running, sink, sink)
         exceeded = running.exceeded()
     return _status(running.process), exceeded
 
@@ -231,8 +242,8 @@ async def run_shell(
     stdout, stderr = TailBuffer(cap), TailBuffer(cap)
     async with _running(command, cwd, env, sandbox, workspace, limits) as running:
         with anyio.move_on_after(limit_seconds) as deadline:
-            await _collect(running.process, stdout, stderr)
+            await _collect(running, stdout, stderr)
         if deadline.cancelled_caught:
-            await _stop(running.process)
+            await _stop(running)
         exceeded = running.exceeded()
     return ShellOutcome(stdout, stderr, _status(running.process), deadline.cancelled_caught, exceeded)

@@ -84,8 +84,10 @@ class Limits:
 
 def guarded(argv: list[str], limits: Limits | None = None, report_fd: int | None = None) -> list[str]:
     """`argv` run under the supervisor, bound to this process: when it dies, everything `argv` started dies. With
-    `limits`, the command runs within them; `report_fd` (passed to the child with `pass_fds`) receives the name of a
-    limit the supervisor enforced by killing the tree (`processes` or `memory`), as one line."""
+    `limits`, the command runs within them. With `report_fd` (passed to the child with `pass_fds`) the command runs
+    in a process group of its own, and the fd receives lines: `group N` (that group, for the caller to kill with
+    the supervisor's: `os.killpg` of both), then the name of a limit the supervisor enforced by killing the tree
+    (`processes` or `memory`), if it did."""
     if not SUPPORTED:
         return argv
     options = limits.arguments() if limits is not None else []
@@ -162,8 +164,22 @@ def _descendants(root: int) -> list[int]:
     return _tree(root)[0]
 
 
+_command_group: int | None = None
+"""The command's own process group, when it has one (`--report`): a group is killed at once, forks included."""
+
+
+def _kill_command_group() -> None:
+    if _command_group is not None:
+        try:  # noqa: SIM105 (contextlib would double the supervisor's start-up)
+            os.killpg(_command_group, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass  # the group is gone already
+
+
 def _kill_everything(*_: object) -> None:
-    """dsh is gone: kill every descendant, then the process group (this supervisor with it)."""
+    """dsh is gone: kill the command's group and every descendant, then the process group (this supervisor with
+    it)."""
+    _kill_command_group()
     for pid in _descendants(os.getpid()):
         try:
             os.kill(pid, signal.SIGKILL)
@@ -212,7 +228,10 @@ class _Watch:
         return True
 
     def kill_tree(self) -> None:
-        """Kill every descendant until none is left, reaping as they die (a fork bomb forks while it is killed)."""
+        """Kill every descendant until none is left, reaping as they die. The command's group goes first, in one
+        signal the kernel delivers to all its members at once, so a fork bomb cannot outrun it; descendants that
+        left the group (`setsid`) are then killed one by one, found again until none is left."""
+        _kill_command_group()
         while True:
             found = _descendants(os.getpid())
             if not found:
@@ -225,8 +244,13 @@ class _Watch:
             while self.reap(os.WNOHANG):
                 pass
 
+    def arm(self) -> None:
+        """Check again in `WATCH_SECONDS`: a one-shot timer, re-armed after each check, so a check slower than the
+        period (a /proc of thousands of processes) is never interrupted by the next (Python would nest them)."""
+        signal.setitimer(signal.ITIMER_REAL, WATCH_SECONDS)
+
     def check(self, *_: object) -> None:
-        if self.exceeded is not None:
+        if self.exceeded is not None or self.status is not None:
             return
         found, pages = _tree(os.getpid())
         processes, memory = self.limits.get("processes"), self.limits.get("memory")
@@ -235,8 +259,8 @@ class _Watch:
         elif memory is not None and pages * _PAGE > memory:
             self.exceeded = "memory"
         else:
+            self.arm()
             return
-        signal.setitimer(signal.ITIMER_REAL, 0)
         self.kill_tree()
         if self.report_fd is not None:
             try:  # noqa: SIM105 (contextlib would double the supervisor's start-up)
@@ -335,15 +359,28 @@ def main(args: list[str]) -> None:
         for number in (signal.SIGTERM, signal.SIGPIPE, signal.SIGXFSZ):
             signal.signal(number, signal.SIG_DFL)
         try:
+            if report_fd is not None:
+                # Its own group, which the supervisor (and dsh, told its number) kill at once; and it dies if the
+                # supervisor is killed before it could kill the group.
+                os.setpgid(0, 0)
+                _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
             _set_rlimits(limits)
             os.execvp(command[0], command)
         except OSError as error:
             os.write(2, f"{command[0]}: {error.strerror}\n".encode())
             os._exit(127)
+    global _command_group
+    if report_fd is not None:
+        try:  # noqa: SIM105
+            os.setpgid(pid, pid)  # also here: whichever runs first, the group exists before either goes on
+        except OSError:
+            pass  # the child has exec'd: it made the group itself
+        _command_group = pid
+        os.write(report_fd, f"group {pid}\n".encode())
     watch = _Watch(pid, limits, report_fd)
     if "processes" in limits or "memory" in limits:
         signal.signal(signal.SIGALRM, watch.check)
-        signal.setitimer(signal.ITIMER_REAL, WATCH_SECONDS, WATCH_SECONDS)
+        watch.arm()
     while watch.status is None:
         if not watch.reap(0) and watch.status is None:  # adopted orphans are reaped too
             sys.exit(1)  # the command vanished without a status: cannot happen while we hold it as our child
