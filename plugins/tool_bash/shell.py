@@ -25,6 +25,7 @@ from .sandbox import Sandbox
 __all__ = ["ShellOutcome", "Sink", "TailBuffer", "run_background", "run_shell"]
 
 _GRACE_SECONDS = 0.25
+_GONE_SECONDS = 1.0
 
 
 class Sink(Protocol):
@@ -124,12 +125,25 @@ class _Running:
                     self._lines += data.decode(errors="replace").split()
         return self._lines
 
+    @property
+    def group(self) -> int | None:
+        """The command's own process group (its first process's pid), once the supervisor has named it."""
+        lines = self._read()
+        return int(lines[lines.index("group") + 1]) if "group" in lines else None
+
     def kill(self) -> None:
         """Kill the supervisor's group and the command's (a whole group at once: a fork bomb cannot outrun it)."""
         _kill_group(self.process.pid)
-        lines = self._read()
-        if "group" in lines:
-            _kill_group(int(lines[lines.index("group") + 1]))
+        if self.group is not None:
+            _kill_group(self.group)
+
+    async def gone(self) -> None:
+        """Wait (a second at most) until the command's first process has died: killed, it may not have run yet."""
+        if self.group is None:
+            return
+        with anyio.move_on_after(_GONE_SECONDS):
+            while _running_pid(self.group):  # noqa: ASYNC110 (a process ending fires no event we could await)
+                await anyio.sleep(0.005)
 
     def exceeded(self) -> str | None:
         """The limit the supervisor killed the tree for; asked once the process has exited (it wrote first)."""
@@ -154,6 +168,17 @@ async def _stop(running: _Running) -> None:
     running.kill()
     with anyio.CancelScope(shield=True):
         await running.process.wait()
+        await running.gone()
+
+
+def _running_pid(pid: int) -> bool:
+    """Whether `pid` is a process that has not died yet (a zombie has)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as file:
+            stat = file.read()
+    except OSError:
+        return False
+    return stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3] != b"Z"
 
 
 @contextlib.asynccontextmanager

@@ -52,6 +52,8 @@ _PR_GET_DUMPABLE = 3
 _PR_SET_DUMPABLE = 4
 _PR_SET_CHILD_SUBREAPER = 36
 _SEPARATOR = "--"
+_ENTRY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_supervise.py")
+"""What `guarded` runs: a few lines that import this file (from its cached bytecode) and call `main`."""
 GRACE_SECONDS = 0.25
 """How long what a command left running may go on after it exits (to finish writing its output) before it is
 killed."""
