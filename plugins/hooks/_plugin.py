@@ -184,13 +184,14 @@ class Hooks:
         agent: Any,
         turn: int,
         anchor: str = "",
+        logged: bool = True,
     ) -> Merged:
-        """Run every hook of `dialect` at `point` whose matcher selects `subject`, in order, logging each; fold them.
-        A `hooks/runs` listener may serve the runs instead."""
+        """Run every hook of `dialect` at `point` whose matcher selects `subject`, in order, logging each (unless
+        not `logged`); fold them. A `hooks/runs` listener may serve the runs instead."""
         lock = self._locks.setdefault(agent.id, anyio.Lock())
         async with lock:
             return await self._run_point(
-                dialect, point, subject, payload, agent=agent, turn=turn, anchor=anchor
+                dialect, point, subject, payload, agent=agent, turn=turn, anchor=anchor, logged=logged
             )
 
     async def _run_point(
@@ -203,6 +204,7 @@ class Hooks:
         agent: Any,
         turn: int,
         anchor: str,
+        logged: bool,
     ) -> Merged:
         cwd = Path(agent.cwd) if agent is not None and agent.cwd is not None else Path.cwd()
         served = await self._ctx.waterfall(
@@ -222,13 +224,14 @@ class Hooks:
         for matcher, hook in planned:
             self._counters[dialect] += 1
             handler = f"{dialect}:{point}:{self._counters[dialect]}"
-            await agent.append(
-                HookInvoked(
-                    data=HookInvokedData(
-                        turn=turn, point=point, dialect=dialect, handler_id=handler, matcher=matcher
+            if logged:
+                await agent.append(
+                    HookInvoked(
+                        data=HookInvokedData(
+                            turn=turn, point=point, dialect=dialect, handler_id=handler, matcher=matcher
+                        )
                     )
                 )
-            )
             clock = agent.log.clock
             started = clock.now_ms()
             if isinstance(hook, HookOutput):
@@ -241,19 +244,20 @@ class Hooks:
                         output.additional_context = output.stdout
             outputs.append(output)
             decision = output.decision or ("stop" if output.continue_ is False else "pass")
-            await agent.append(
-                HookResult(
-                    data=HookResultData(
-                        turn=turn,
-                        point=point,
-                        handler_id=handler,
-                        decision=decision,
-                        exit_code=output.exit_code,
-                        stderr_summary=summarize(output.stderr, self._config.stderr_summary_max_chars),
-                        duration_ms=float(clock.now_ms() - started),
+            if logged:
+                await agent.append(
+                    HookResult(
+                        data=HookResultData(
+                            turn=turn,
+                            point=point,
+                            handler_id=handler,
+                            decision=decision,
+                            exit_code=output.exit_code,
+                            stderr_summary=summarize(output.stderr, self._config.stderr_summary_max_chars),
+                            duration_ms=float(clock.now_ms() - started),
+                        )
                     )
                 )
-            )
         return merge(outputs)
 
     async def _run(
@@ -391,8 +395,15 @@ class Hooks:
         source: PluginSource | None = None
         for dialect in DIALECTS:
             payload = self.payload(dialect, "UserPromptSubmit", submit.agent, submit.turn, prompt=submit.text)
+            # Codex's prompt hook runs before its turn in the original, so it logs no hook/* pair
             merged = await self.run_point(
-                dialect, "UserPromptSubmit", "", payload, agent=submit.agent, turn=submit.turn
+                dialect,
+                "UserPromptSubmit",
+                "",
+                payload,
+                agent=submit.agent,
+                turn=submit.turn,
+                logged=dialect != "codex",
             )
             if merged.decision == "deny":
                 return BlockPrompt(merged.reason or "blocked by UserPromptSubmit hook")

@@ -3,6 +3,8 @@ execute, contain failures)."""
 
 from __future__ import annotations
 
+import contextlib
+import weakref
 from dataclasses import dataclass, replace
 
 import anyio
@@ -84,6 +86,9 @@ class ToolRegistry:
     """Tools by name per scope layer. A tool registered in a scope shadows a global tool of the same name there."""
 
     def __init__(self) -> None:
+        # one session's calls pass the pre-execute seam and their approvals one at a time, in the order they
+        # arrive (call order, for a step's parallel calls): hooks and approvals land in the log in one order
+        self._gates: weakref.WeakKeyDictionary[object, anyio.Lock] = weakref.WeakKeyDictionary()
         self._layers: dict[Scope | None, dict[str, _Entry]] = {}
         # Each scope's visible schemas in name order, as the prompt's tool provider returns them: the same tuple
         # until the next registration or disposal anywhere, so an assembly can tell nothing changed by identity.
@@ -179,18 +184,22 @@ class ToolView:
             return arguments
         tool = entry.tool
         execution = ToolExecution(tool, call, arguments, context)
-        decision = await self._ctx.waterfall(PRE_EXECUTE, Allow(), execution)
-        if isinstance(decision, Deny):
-            return ToolResult.error(DENIED, denial_text(decision.reason))
-        reason = decision.reason if isinstance(decision, Ask) else None
-        if reason is None and tool.approval is not None:
-            reason = tool.approval(arguments, context)
-        if isinstance(decision, Ask) or reason is not None:
-            approval = await self._approve(ApprovalRequest(tool.name, call.call_id, reason, context))
-            if not approval.granted:
-                return ToolResult.error(REJECTED, rejection_text(tool.name, approval))
-            context = replace(context, approved=True)
-            execution = ToolExecution(tool, call, arguments, context)
+        gate = (
+            self._registry._gates.setdefault(context.log, anyio.Lock()) if context.log is not None else None
+        )
+        async with gate if gate is not None else contextlib.nullcontext():
+            decision = await self._ctx.waterfall(PRE_EXECUTE, Allow(), execution)
+            if isinstance(decision, Deny):
+                return ToolResult.error(DENIED, denial_text(decision.reason))
+            reason = decision.reason if isinstance(decision, Ask) else None
+            if reason is None and tool.approval is not None:
+                reason = tool.approval(arguments, context)
+            if isinstance(decision, Ask) or reason is not None:
+                approval = await self._approve(ApprovalRequest(tool.name, call.call_id, reason, context))
+                if not approval.granted:
+                    return ToolResult.error(REJECTED, rejection_text(tool.name, approval))
+                context = replace(context, approved=True)
+                execution = ToolExecution(tool, call, arguments, context)
         execute = await self._ctx.waterfall(EXECUTOR, tool.execute, tool, call, context)
         try:
             result = await execute(arguments, context)

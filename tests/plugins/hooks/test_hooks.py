@@ -125,6 +125,7 @@ async def test_user_prompt_submit_blocks_the_turn_or_adds_context(tmp_path: Path
     texts = [m["content"][0]["text"] for m in data_of(events, "user/message")]
     # plain stdout is context in Codex's dialect, entering right after the prompt
     assert texts[:2] == ["go", "today is Friday"]
+    assert data_of(events, "hook/invoked") == []  # Codex's prompt hook runs before the turn: no hook/* pair
 
 
 async def test_a_stop_hook_that_blocks_keeps_the_turn_going_with_its_reason(tmp_path: Path) -> None:
