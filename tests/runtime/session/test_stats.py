@@ -63,6 +63,7 @@ def count(path: Path) -> Sums:
     sums = Sums()
     started: Counter[tuple[int, int]] = Counter()
     summarised: set[str] = set()
+    title_asked = False  # a title request waiting for its title: one model call, its usage on the title
     streaming = False  # a call has streamed chunks and not finished (a cancelled call never does)
     for row in rows:
         seq = row.get("seq", row.get("seq0"))
@@ -96,6 +97,13 @@ def count(path: Path) -> Sums:
             blocks = data.get("message", {}).get("content", [])
             if data.get("error") or data.get("isError") or any(b.get("isError") for b in blocks):
                 sums.tool_errors += 1
+        elif kind == "session/title-llm-request":
+            title_asked = True
+        elif kind == "session/title" and title_asked:
+            title_asked = False
+            sums.model_calls += 1
+            if "usage" in data:
+                sums.add_usage(data["usage"])
         elif kind in ("compaction/summary", "compaction/end") and data.get("llmStreamCall"):
             if data.get("compactionId") in summarised:
                 continue
@@ -137,7 +145,12 @@ def test_stats_are_the_sums_of_the_log(tmp_path: Path, directory: Path) -> None:
     _check(stats, own)
     assert {name: tool.calls for name, tool in stats.tools.items()} == dict(own.tools)
     assert len(stats.calls) == own.model_calls
-    assert sum(turn.input_tokens for turn in stats.per_turn) == own.input_tokens  # every call is in its turn
+    titles = sum(
+        call.input_tokens for call in stats.calls if call.kind == "title"
+    )  # the session's, after a turn
+    assert (
+        sum(turn.input_tokens for turn in stats.per_turn) + titles == own.input_tokens
+    )  # every other call in its turn
     child_sums = [count(path) for path in children]
     assert len(stats.children) == len(children)
     assert sorted(c.input_tokens for c in stats.children) == sorted(s.input_tokens for s in child_sums)

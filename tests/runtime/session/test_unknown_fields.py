@@ -64,11 +64,14 @@ from dsh.runtime.session import (
     SessionStore,
     SessionTitle,
     SessionTitleData,
+    SessionTitleLlmRequest,
+    SessionTitleLlmRequestData,
     ShadowedRange,
     StoredEvent,
     SubagentDescriptor,
     SubagentDescriptorData,
     SummaryData,
+    TitleRoute,
     Todo,
     TodoWrite,
     TodoWriteData,
@@ -122,6 +125,16 @@ OTHER_TYPES: list[Event] = [
     LlmRetryStarted(data=LlmRetryStartedData(retry_id="r", turn=1, step=1, retry=1)),
     SubagentDescriptor(data=SubagentDescriptorData(version=2, mode="one-shot", provider="fork", label="l")),
     SessionTitle(data=SessionTitleData(title="t", message_seqs=(2,))),
+    SessionTitleLlmRequest(
+        data=SessionTitleLlmRequestData(
+            title_provider="titles",
+            message_seqs=(2,),
+            route=TitleRoute(provider="p", model="m"),
+            system="name it",
+            messages=(UserMessage(id=MessageId("title-1"), content=(TextBlock("frame"),)),),
+            max_tokens=32,
+        )
+    ),
     InboxSpliced(
         data=InboxSplicedData(
             target="next-step",
