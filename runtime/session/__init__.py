@@ -96,9 +96,7 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from ._jsonl import write_jsonl as write_jsonl
     from ._log import SessionLog as SessionLog
     from ._log import open_log as open_log
-    from ._open import is_postgres_url as is_postgres_url
     from ._open import open_store as open_store
-    from ._open import redact_url as redact_url
     from ._projection import PROJECTED_TYPES as PROJECTED_TYPES
     from ._projection import ProjectedMessage as ProjectedMessage
     from ._projection import Projection as Projection
@@ -130,6 +128,10 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from ._store import SpawnedBy as SpawnedBy
     from ._tail import follow as follow
     from ._tail import tail_start as tail_start
+    from ._urls import is_postgres_url as is_postgres_url
+    from ._urls import redact as redact
+    from ._urls import redact_url as redact_url
+    from ._urls import url_password as url_password
 
 __all__ = [
     "AbortKind",
@@ -256,9 +258,11 @@ __all__ = [
     "project",
     "read_jsonl",
     "read_listing",
+    "redact",
     "redact_url",
     "resume",
     "tail_start",
+    "url_password",
     "write_jsonl",
 ]
 
@@ -357,9 +361,7 @@ _LAZY = {
     "write_jsonl": "._jsonl",
     "SessionLog": "._log",
     "open_log": "._log",
-    "is_postgres_url": "._open",
     "open_store": "._open",
-    "redact_url": "._open",
     "PROJECTED_TYPES": "._projection",
     "ProjectedMessage": "._projection",
     "Projection": "._projection",
@@ -390,6 +392,10 @@ _LAZY = {
     "SessionStore": "._store",
     "SpawnedBy": "._store",
     "follow": "._tail",
+    "is_postgres_url": "._urls",
+    "redact": "._urls",
+    "redact_url": "._urls",
+    "url_password": "._urls",
     "tail_start": "._tail",
 }
 """Where each public name lives: importing one submodule (or using one name) imports no other."""

@@ -33,7 +33,6 @@ from ._errors import (
     StoreSchemaError,
 )
 from ._events import StoredEvent
-from ._open import redact_url
 from ._rows import SESSION_COLUMNS, SESSIONS_QUERY, log_length
 from ._services import Clock, IdMinter
 from ._store import (
@@ -45,6 +44,7 @@ from ._store import (
     _info,
     event_row,
 )
+from ._urls import redact, redact_url
 
 __all__ = ["PG_SCHEMA_VERSION", "PgStore"]
 
@@ -215,9 +215,10 @@ class PgStore(StoreBase):
         """A new autocommit connection to the store's database (the pool's are alike)."""
         try:
             return psycopg.connect(self.url, autocommit=True, connect_timeout=int(self._connect_timeout))
-        except psycopg.OperationalError as error:
-            # libpq's message names host and port, never the password
-            raise StoreConnectError(self.location, str(error).strip()) from None
+        except psycopg.Error as error:
+            # libpq's message may quote the URL, or the piece of it it could not parse (a password's bad
+            # percent-escape): it is shown without the password
+            raise StoreConnectError(self.location, redact(str(error).strip(), self.url)) from None
 
     def close(self) -> None:
         with self._leases_lock:
