@@ -40,8 +40,10 @@ async def _run(
     with open_host(config, store, replay=replay, session=session, provider=provider) as host:
         opened = host.open_agent(session, model=model, provider=provider, cwd=cwd, out=out)
         async with opened as agent:
-            outcome = await agent.run(prompt)
-        Console(stderr=True).print(f"[dim]session {agent.id}[/]", highlight=False)
+            try:
+                outcome = await agent.run(prompt)
+            finally:  # the session id is printed whatever ends the turn: a store that failed under it too
+                Console(stderr=True).print(f"[dim]session {agent.id}[/]", highlight=False)
         return 1 if outcome.kind == "error" else 0
 
 

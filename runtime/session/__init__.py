@@ -16,6 +16,8 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from ._errors import SessionInUseError as SessionInUseError
     from ._errors import SessionNotFoundError as SessionNotFoundError
     from ._errors import StoreConnectError as StoreConnectError
+    from ._errors import StoreError as StoreError
+    from ._errors import StoreRowError as StoreRowError
     from ._errors import StoreSchemaError as StoreSchemaError
     from ._errors import UnsupportedVersionError as UnsupportedVersionError
     from ._events import EVENT_TYPES as EVENT_TYPES
@@ -214,6 +216,8 @@ __all__ = [
     "StepEnd",
     "StepStart",
     "StoreConnectError",
+    "StoreError",
+    "StoreRowError",
     "StoreSchemaError",
     "StoredEvent",
     "SubagentDescriptor",
@@ -281,6 +285,8 @@ _LAZY = {
     "SessionInUseError": "._errors",
     "SessionNotFoundError": "._errors",
     "StoreConnectError": "._errors",
+    "StoreError": "._errors",
+    "StoreRowError": "._errors",
     "StoreSchemaError": "._errors",
     "UnsupportedVersionError": "._errors",
     "EVENT_TYPES": "._events",
