@@ -351,7 +351,7 @@ def _migrate_3(db: sqlite_utils.Database) -> None:
 
 
 _MIGRATIONS: tuple[Callable[[sqlite_utils.Database], None], ...] = (_migrate_1, _migrate_2, _migrate_3)
-_GUARDS = ("events_next_seq", "events_valid")
+GUARDS = ("events_next_seq", "events_valid")
 """The triggers that keep every log written since they stood contiguous and well-formed."""
 
 
@@ -583,10 +583,10 @@ class SessionStore(StoreBase):
         with self._lock:
             guards = _first(
                 self._conn.execute(
-                    "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name IN (?, ?)", _GUARDS
+                    "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name IN (?, ?)", GUARDS
                 )
             )[0]
-            if guards == len(_GUARDS):
+            if guards == len(GUARDS):
                 known = self._conn.execute(
                     "SELECT after, next FROM log_gaps WHERE session_id = ?", (owner,)
                 ).fetchone()
