@@ -64,7 +64,7 @@ from dsh.runtime.kernel import DshError
 from dsh.runtime.llm import TextBlock, UserSource
 from dsh.runtime.prompt import SYSTEM_PROMPT, render_prompt
 from dsh.runtime.session import UserMessage as UserMessageEvent
-from dsh.runtime.session import is_postgres_url
+from dsh.runtime.session import is_postgres_url, redact_url
 from dsh.runtime.tools import ASK, QUESTION
 
 from ._approval import terminal_answerer, terminal_questioner
@@ -473,11 +473,16 @@ async def _chat(
             await group.start(chat.interrupts.watch)
             last = await chat.run(opened, intro)
             group.cancel_scope.cancel()
+        # the store URL as it may be shown: its password stays in $PGPASSWORD or a passfile, never on the screen
         again = shlex.join(
             ["dsh", "chat", "--session", last]
             + [
                 part
-                for flag, value in (("--config", config), ("--store", store), ("--replay", replay))
+                for flag, value in (
+                    ("--config", config),
+                    ("--store", None if store is None else redact_url(store)),
+                    ("--replay", replay),
+                )
                 if value is not None
                 for part in (flag, str(value))
             ]

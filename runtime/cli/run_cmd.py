@@ -69,8 +69,10 @@ async def _run(
                 if reply.kind != "success":
                     err.print(f"[red]--approval: {escape(reply.text)}[/]", highlight=False)
                     return 2
-            outcome = await agent.run(prompt)
-        Console(stderr=True).print(f"[dim]session {agent.id}[/]", highlight=False)
+            try:
+                outcome = await agent.run(prompt)
+            finally:  # the session id is printed whatever ends the turn: a store that failed under it too
+                Console(stderr=True).print(f"[dim]session {agent.id}[/]", highlight=False)
         return 1 if outcome.kind == "error" else 0
 
 

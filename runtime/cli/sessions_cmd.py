@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -232,6 +233,35 @@ _RENDERED = frozenset(
 """The types `show` draws from their data; the others are named in one dim line, their data never decoded."""
 
 
+_PIECE = 16_384
+"""The most characters of a message's text handed to rich at once: rich splits rendered rows by repeated
+`str.partition` over the rest of the text, quadratic in a long text's length (a 45 MiB message took minutes). A text
+longer than this is written in pieces without rich's wrapping (a terminal wraps it; a file keeps its lines)."""
+
+
+def _pieces(text: str) -> Iterator[str]:
+    """`text` as rich is given it, its lines indented: runs of whole lines up to about `_PIECE` characters, and a
+    line longer than that cut at its last space before `_PIECE` (or at `_PIECE`, if it has none), so `sessions show`
+    is linear in a message's size. A message of ordinary size is one piece, printed as it always was."""
+    run: list[str] = []
+    size = 0
+    for line in text.split("\n"):
+        while len(line) > _PIECE:
+            cut = line.rfind(" ", 0, _PIECE) + 1 or _PIECE
+            if run:
+                yield "  " + "\n  ".join(run)
+                run, size = [], 0
+            yield "  " + line[:cut]
+            line = line[cut:]
+        run.append(line)
+        size += len(line) + 3
+        if size >= _PIECE:
+            yield "  " + "\n  ".join(run)
+            run, size = [], 0
+    if run:
+        yield "  " + "\n  ".join(run)
+
+
 def _render(
     console: Console,
     event: StoredEvent,
@@ -279,7 +309,12 @@ def _render(
             who += f" ({view.data.error.code})"
         console.print(Text(f"{who}{replaced}  seq {event.seq}", style="bold cyan"))
         for part, text in _text_of(message):
-            console.print(Text("  " + text.replace("\n", "\n  "), style=_STYLES.get(part, "")))
+            style = _STYLES.get(part, "")
+            if len(text) <= _PIECE:  # rich wraps it to the console's width
+                console.print(Text("  " + text.replace("\n", "\n  "), style=style))
+                continue
+            for piece in _pieces(text):  # a long text is written as is: rich's rendering costs it dearly
+                console.out(piece, style=style or None, highlight=False)
 
 
 @sessions_app.command("show")

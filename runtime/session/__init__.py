@@ -16,6 +16,8 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from ._errors import SessionInUseError as SessionInUseError
     from ._errors import SessionNotFoundError as SessionNotFoundError
     from ._errors import StoreConnectError as StoreConnectError
+    from ._errors import StoreError as StoreError
+    from ._errors import StoreRowError as StoreRowError
     from ._errors import StoreSchemaError as StoreSchemaError
     from ._errors import UnsupportedVersionError as UnsupportedVersionError
     from ._events import EVENT_TYPES as EVENT_TYPES
@@ -119,9 +121,7 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from ._jsonl import write_jsonl as write_jsonl
     from ._log import SessionLog as SessionLog
     from ._log import open_log as open_log
-    from ._open import is_postgres_url as is_postgres_url
     from ._open import open_store as open_store
-    from ._open import redact_url as redact_url
     from ._projection import PROJECTED_TYPES as PROJECTED_TYPES
     from ._projection import ProjectedMessage as ProjectedMessage
     from ._projection import Projection as Projection
@@ -165,6 +165,10 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from ._store import SpawnedBy as SpawnedBy
     from ._tail import follow as follow
     from ._tail import tail_start as tail_start
+    from ._urls import is_postgres_url as is_postgres_url
+    from ._urls import redact as redact
+    from ._urls import redact_url as redact_url
+    from ._urls import url_password as url_password
 
 __all__ = [
     "AbortKind",
@@ -233,10 +237,10 @@ __all__ = [
     "OpenTurnError",
     "PRICES",
     "PROJECTED_TYPES",
-    "Price",
-    "PriceTable",
     "PermissionPreset",
     "PermissionPresetData",
+    "Price",
+    "PriceTable",
     "ProjectedMessage",
     "Projection",
     "PruneData",
@@ -275,6 +279,8 @@ __all__ = [
     "StepEnd",
     "StepStart",
     "StoreConnectError",
+    "StoreError",
+    "StoreRowError",
     "StoreSchemaError",
     "StoredEvent",
     "SubagentDescriptor",
@@ -325,10 +331,12 @@ __all__ = [
     "project",
     "read_jsonl",
     "read_listing",
+    "redact",
     "redact_url",
     "resume",
     "session_stats",
     "tail_start",
+    "url_password",
     "write_jsonl",
 ]
 
@@ -347,6 +355,8 @@ _LAZY = {
     "SessionInUseError": "._errors",
     "SessionNotFoundError": "._errors",
     "StoreConnectError": "._errors",
+    "StoreError": "._errors",
+    "StoreRowError": "._errors",
     "StoreSchemaError": "._errors",
     "UnsupportedVersionError": "._errors",
     "EVENT_TYPES": "._events",
@@ -450,9 +460,7 @@ _LAZY = {
     "write_jsonl": "._jsonl",
     "SessionLog": "._log",
     "open_log": "._log",
-    "is_postgres_url": "._open",
     "open_store": "._open",
-    "redact_url": "._open",
     "PROJECTED_TYPES": "._projection",
     "ProjectedMessage": "._projection",
     "Projection": "._projection",
@@ -495,6 +503,10 @@ _LAZY = {
     "ordered_tools": "._stats",
     "session_stats": "._stats",
     "follow": "._tail",
+    "is_postgres_url": "._urls",
+    "redact": "._urls",
+    "redact_url": "._urls",
+    "url_password": "._urls",
     "tail_start": "._tail",
 }
 """Where each public name lives: importing one submodule (or using one name) imports no other."""

@@ -31,6 +31,8 @@ from .definition import ToolContext as ToolContext
 from .definition import ToolDefinitionError as ToolDefinitionError
 from .definition import ToolResult as ToolResult
 from .environment import CREDENTIAL_PATTERNS as CREDENTIAL_PATTERNS
+from .environment import CREDENTIAL_VALUES as CREDENTIAL_VALUES
+from .environment import DSH_SETTINGS as DSH_SETTINGS
 from .environment import TOOL_ENV as TOOL_ENV
 from .environment import EnvPolicy as EnvPolicy
 from .environment import ToolEnvironment as ToolEnvironment
@@ -45,6 +47,8 @@ from .registry import plugin as plugin
 
 __all__ = [
     "CREDENTIAL_PATTERNS",
+    "CREDENTIAL_VALUES",
+    "DSH_SETTINGS",
     "EXECUTOR",
     "INVALID_ARGUMENTS",
     "TOOLS",

@@ -424,3 +424,52 @@ async def test_compact_is_an_available_command_that_compacts_the_session(tmp_pat
         types = [e.type for e in store.events(session.session_id)]
     assert types.count("compaction/summary") == 1
     assert types.count("turn/start") == 2  # /compact is a command, not a turn
+
+
+NOISY = (
+    "import os, sys\n"
+    "from dsh.runtime.kernel import Plugin\n"
+    "print('NOISE at import')\n"
+    "def _apply(ctx, config):\n"
+    "    print('NOISE at apply', flush=True)\n"
+    "    os.write(1, b'NOISE from C level\\n')\n"
+    "plugin = Plugin(name='noisy', apply=_apply)\n"
+)
+
+
+async def test_nothing_a_plugin_prints_reaches_the_protocols_stdout(tmp_path: Path) -> None:
+    (tmp_path / "noisy_plugin.py").write_text(NOISY)
+    config = tmp_path / "deployment.yml"
+    deployed = json.loads((write_deployment(tmp_path / "base.yml", "http://127.0.0.1:9/v1")).read_text())
+    deployed["plugins"].insert(0, {"id": "noisy", "use": "noisy_plugin"})
+    config.write_text(json.dumps(deployed))
+    requests = b"".join(
+        json.dumps(request).encode() + b"\n"
+        for request in (
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {"protocolVersion": PROTOCOL_VERSION},
+            },
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "session/new",
+                "params": {"cwd": str(tmp_path), "mcpServers": []},
+            },
+        )
+    )
+    root = Path(__file__).parents[3]
+    with anyio.fail_after(60):
+        done = await anyio.run_process(  # stdout a pipe: asyncio's pipe transport
+            [*DSH, "acp", "--config", str(config), "--store", str(tmp_path / "s.db")],
+            input=requests,
+            env=plain_env(PYTHONPATH=f"{tmp_path}:{root}"),
+            check=False,
+        )
+    assert done.returncode == 0, done.stderr.decode()
+    answered = [json.loads(line) for line in done.stdout.decode().splitlines()]  # every line is JSON-RPC
+    assert [(m["id"], "result" in m) for m in answered] == [(1, True), (2, True)]
+    for noise in (b"NOISE at import", b"NOISE at apply", b"NOISE from C level"):
+        assert noise in done.stderr
