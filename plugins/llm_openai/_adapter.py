@@ -3,7 +3,8 @@
 One `stream()` call makes exactly one HTTP request and never retries (the retry policy owns that). Every failure is
 raised as an `LlmCallError` with a stable code; `LlmRuntime` turns it into the terminal chunk. Cancellation
 propagates untouched: the response and its connection are closed on the way out, so the server sees the call end.
-The API key is read from the environment at call time and is redacted from every failure message.
+The API key is read from the environment at call time and is redacted from every failure message. A failure after
+the response arrived (a mid-stream error object, a dropped connection) carries the response's request id.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import msgspec
 from dsh.runtime.llm import FailureCode, LlmCallError, LlmFailure, LlmRequest, StreamChunk
 
 from ._config import ProviderConfig
-from ._errors import failure_from_response, failure_from_stream_error
+from ._errors import failure_from_response, failure_from_stream_error, request_id
 from ._mapping import ChunkMapper
 from ._sse import SseDecoder, SseEventTooLarge
 from ._wire import build_body, decode_wire_chunk
@@ -96,6 +97,7 @@ class OpenAICompatibleAdapter:
 
     async def stream(self, request: LlmRequest) -> AsyncGenerator[StreamChunk, None]:
         key: str | None = None
+        rid: str | None = None
         try:
             if self.route.models and request.model not in self.route.models:
                 raise _fail(
@@ -120,13 +122,16 @@ class OpenAICompatibleAdapter:
                 if client is None:
                     client = await stack.enter_async_context(self._new_client())
                 response = await self._send(stack, client, body, headers)
+                rid = request_id(response.headers)
                 async for chunk in self._chunks(response, key):
                     yield chunk
         except LlmCallError as error:
-            if key and key in error.failure.message:
-                failure = msgspec.structs.replace(
-                    error.failure, message=error.failure.message.replace(key, "***")
-                )
+            failure = error.failure
+            if key and key in failure.message:
+                failure = msgspec.structs.replace(failure, message=failure.message.replace(key, "***"))
+            if rid is not None and failure.request_id is None:
+                failure = msgspec.structs.replace(failure, request_id=rid)
+            if failure is not error.failure:
                 raise LlmCallError(failure) from error.__cause__
             raise
 
