@@ -123,8 +123,9 @@ class OpenAICompatibleAdapter:
                     client = await stack.enter_async_context(self._new_client())
                 response = await self._send(stack, client, body, headers)
                 rid = request_id(response.headers)
-                async for chunk in self._chunks(response, key):
-                    yield chunk
+                async for batch in self._batches(response, key):
+                    for chunk in batch:
+                        yield chunk
         except LlmCallError as error:
             failure = error.failure
             if key and key in failure.message:
@@ -167,7 +168,11 @@ class OpenAICompatibleAdapter:
             pass
         return data[:_ERROR_BODY_LIMIT]
 
-    async def _chunks(self, response: httpx.Response, key: str | None) -> AsyncGenerator[StreamChunk, None]:
+    async def _batches(
+        self, response: httpx.Response, key: str | None
+    ) -> AsyncGenerator[list[StreamChunk], None]:
+        """The stream chunks of each read of the body, one list per read (one generator step per read, not per
+        chunk: a read holds dozens of events)."""
         import httpx
 
         if not response.is_success:
@@ -222,13 +227,20 @@ class OpenAICompatibleAdapter:
                     f'provider "{self.route.id}" sent a stream event that passed {error.limit} bytes before it ended',
                     FailureCode.MALFORMED_RESPONSE,
                 ) from error
+            batch: list[StreamChunk] = []
             for event in events:
                 if event == b"[DONE]":
-                    for chunk in mapper.done():
-                        yield chunk
+                    batch += mapper.done()
+                    yield batch
                     return
-                for chunk in mapper.feed(decode_wire_chunk(event)):
-                    yield chunk
+                try:
+                    batch += mapper.feed(decode_wire_chunk(event))
+                except LlmCallError:
+                    if batch:
+                        yield batch  # what streamed before the failure is delivered first, as it arrived
+                    raise
+            if batch:
+                yield batch
 
     async def _refuse_json(self, response: httpx.Response) -> None:
         """A 200 with a JSON body is not a stream: an error object some servers send, or a server ignoring
