@@ -347,6 +347,7 @@ def record_scenario(
 ) -> None:
     """Run a scenario's `inputs:` against its deployment's live model (or, with --script, a hand-written one) and
     write `session.jsonl` (+ `session.N.jsonl` for child sessions) into the scenario, the workspace written {{cwd}}.
+    The turns stream to the terminal as `dsh run` shows them (retries and failures on stderr).
 
     Example: dsh record fixtures/my-scenario  (with DEEPSEEK_API_KEY set)
     """
@@ -355,7 +356,8 @@ def record_scenario(
         raise ScriptError(
             "record into a scenario directory (with scenario.yml), not a file", place=str(scenario_dir)
         )
-    logs = anyio.run(lambda: record(scenario, replies=script))
+    echo = Console(soft_wrap=True)
+    logs = anyio.run(lambda: record(scenario, replies=script, echo=echo))
     for stale in child_logs(scenario.directory):
         stale.unlink()
     for number, (_, data) in enumerate(logs):

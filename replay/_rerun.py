@@ -11,6 +11,7 @@ import io
 import os
 import re
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import AsyncExitStack, ExitStack, contextmanager
@@ -191,7 +192,8 @@ async def _drive(
     view = TerminalView(view_console)
     ctx.on(EVENT, view.on_event)
     if echo is not None:
-        ctx.on(EVENT, TerminalView(echo).on_event)
+        err = Console(stderr=True, soft_wrap=True) if echo.file is sys.stdout else echo
+        ctx.on(EVENT, TerminalView(echo, err=err).on_event)
     try:
         recorded = _recorded(scenario.log) if recording is not None else None
         provider = recorded.provider if recorded is not None else None
@@ -433,10 +435,15 @@ def _children(scenario: Scenario) -> list[Path]:
 
 
 async def record(
-    scenario: Scenario, *, workspace: Path | None = None, replies: Path | None = None
+    scenario: Scenario,
+    *,
+    workspace: Path | None = None,
+    replies: Path | None = None,
+    echo: Console | None = None,
 ) -> list[tuple[SessionInfo, bytes]]:
     """Run the scenario's inputs against its live deployment (or, with `replies`, a hand-written model) and return
-    the logs made (the primary first), with the workspace written `{{cwd}}`."""
+    the logs made (the primary first), with the workspace written `{{cwd}}`; with `echo`, the turns are shown there
+    as they run."""
     if scenario.doc.inputs is None:
         raise ScriptError(
             "recording needs the user inputs: list them under `inputs:` in scenario.yml",
@@ -450,7 +457,9 @@ async def record(
         )
     deployment = live_deployment(scenario) if replies is None else scripted_deployment(scenario, replies)
     with _workspace(scenario, workspace) as (live, store):
-        sessions, _ = await _drive(scenario, deployment, workspace=live, store=store, recording=None)
+        sessions, _ = await _drive(
+            scenario, deployment, workspace=live, store=store, recording=None, echo=echo
+        )
         return _logs(store, sessions, str(live))
 
 

@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from tests.plugins.llm_openai.helpers import call, wire
-from tests.plugins.llm_openai.loopback import Reply, loopback, sse
+from tests.plugins.llm_openai.loopback import Reply, data, loopback, sse
 from tests.runtime.cli.helpers import DSH, deployment
 
 pytestmark = pytest.mark.anyio
@@ -54,10 +54,10 @@ async def test_run_without_the_key_says_which_variable_to_set_and_exits_1(tmp_pa
     config = tmp_path / "deployment.yml"
     config.write_text(deployment("http://127.0.0.1:9", key_env="DSH_TEST_MISSING_KEY"))
     env = {"DSH_TEST_MISSING_KEY": ""}
-    code, out, _ = await dsh("run", "hi", "--config", str(config), "--store", str(tmp_path / "s.db"), env=env)
+    code, _, err = await dsh("run", "hi", "--config", str(config), "--store", str(tmp_path / "s.db"), env=env)
     assert code == 1
-    assert "DSH_TEST_MISSING_KEY" in out
-    assert "MISSING_CREDENTIAL" in out
+    assert "DSH_TEST_MISSING_KEY" in err
+    assert "MISSING_CREDENTIAL" in err
 
 
 async def test_run_without_a_deployment_names_the_flag_and_the_variable(tmp_path: Path) -> None:
@@ -175,3 +175,46 @@ async def test_sessions_show_takes_an_id_prefix_and_says_why_a_turn_failed(tmp_p
     assert code == 0, err
     assert f"session {session}" in shown
     assert "turn 1 ended: error: simulated provider error (HTTP 401) [AUTH]" in shown
+
+
+async def test_a_retry_is_shown_on_stderr_with_the_partial_answer_it_discarded(tmp_path: Path) -> None:
+    # LiteLLM's proxy reports an upstream rate limit mid-stream, the status as a string, the message on lines
+    limited = {
+        "error": {"message": "RateLimitError: slow\n\ndown", "type": "throttling_error", "code": "429"}
+    }
+    first = Reply(parts=[data(wire(content="half an ans")), data(limited)])
+    second = Reply(parts=[sse(wire(content="whole answer"), wire(finish="stop"))])
+    async with loopback(first, second) as server:
+        config = tmp_path / "deployment.yml"
+        config.write_text(
+            deployment(server.base_url, retry={"max_retries": 3, "base_delay_ms": 20, "jitter": 0})
+        )
+        code, out, err = await dsh(
+            "run", "hi", "--config", str(config), "--store", str(tmp_path / "s.db"), "--cwd", str(tmp_path)
+        )
+    assert code == 0, err
+    assert out == "half an ans\nwhole answer\n"
+    assert err.splitlines()[0] == (
+        "retrying (1/3) after RATE_LIMIT in 20 ms: the provider reported an error mid-stream: "
+        "RateLimitError: slow down (the partial answer above was discarded)"
+    )
+
+
+async def test_a_mid_stream_auth_error_is_not_retried_and_is_one_line_on_stderr(tmp_path: Path) -> None:
+    denied = {"error": {"message": "Authentication Error,\n\nInvalid proxy server token", "code": "401"}}
+    reply = Reply(
+        headers={"content-type": "text/event-stream", "x-litellm-call-id": "call-9"}, parts=[data(denied)]
+    )
+    async with loopback(reply) as server:
+        config = tmp_path / "deployment.yml"
+        config.write_text(deployment(server.base_url, retry={"max_retries": 3, "base_delay_ms": 20}))
+        code, out, err = await dsh(
+            "run", "hi", "--config", str(config), "--store", str(tmp_path / "s.db"), "--cwd", str(tmp_path)
+        )
+        assert len(server.requests) == 1
+    assert code == 1
+    assert out == ""
+    assert err.splitlines()[0] == (
+        "turn 1 failed: the provider reported an error mid-stream: Authentication Error, Invalid proxy server "
+        "token [AUTH] (request call-9)"
+    )
