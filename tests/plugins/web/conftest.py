@@ -103,8 +103,10 @@ def web(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         stop(served)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def browser() -> Iterator[object]:
+    """Chromium for one test: Playwright's sync API keeps an event loop running in this thread while it is open,
+    and any later test of the worker that starts a loop of its own would fail, so it never outlives its test."""
     if not Path(CHROMIUM).exists():
         if os.environ.get("CI") == "true":
             pytest.fail(f"chromium is not installed at {CHROMIUM} (.ci/run installs Debian's chromium)")
