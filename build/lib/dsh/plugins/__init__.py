@@ -1,1 +1,0 @@
-"""Leaf capabilities of dsh, one package each."""
