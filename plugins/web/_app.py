@@ -35,7 +35,7 @@ from dsh.runtime.tools import Answer, Approval
 
 from ._chat import OUTCOMES, Chat, ChatError, Waiting
 from ._security import Guard
-from ._views import LONG, Item, items, markdown, session_row, when
+from ._views import LONG, Item, items, live_from, markdown, session_row, when
 
 __all__ = ["FORM_LIMIT", "PAGE_SIZE", "RERUN_GROUP", "create_app", "csrf_token"]
 
@@ -177,7 +177,8 @@ def create_app(
     async def session_page(request: Request) -> Response:
         info = info_of(request.path_params["session_id"])
         length = store.length(info.id)
-        shown = list(items(store.events(info.id)))
+        events = list(store.events(info.id, stop=length))
+        shown = list(items(events))
         children = store.children(info.id)
         parent = None if info.parent_id is None else store.info(info.parent_id)
         ended = [it.turn for it in shown if it.kind == "end" and it.turn is not None]
@@ -189,6 +190,7 @@ def create_app(
             info=info,
             items=shown,
             length=length,
+            live_from=live_from(events, length),
             children=children,
             parent=parent,
             ended=ended,

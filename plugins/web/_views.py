@@ -42,7 +42,7 @@ from dsh.runtime.session import (
     UserMessage,
 )
 
-__all__ = ["Item", "SessionRow", "items", "markdown", "session_row", "when"]
+__all__ = ["Item", "SessionRow", "items", "live_from", "markdown", "session_row", "when"]
 
 _MD = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
 LONG = 2_000
@@ -194,6 +194,21 @@ def _person_in_the_loop(view: object, seq: int) -> Item | None:
     if isinstance(view, CommandDone) and view.data.text:
         return Item("setting", seq, fields={"line": view.data.text})
     return None
+
+
+def live_from(events: Iterable[StoredEvent], length: int) -> int:
+    """Where a page's live view starts: `length`, or the first chunk of a step still streaming (its text is in the
+    log as deltas only, which the page does not render), so a page opened mid-step still shows what streamed."""
+    open_steps: dict[tuple[int, int], int] = {}
+    for event in events:
+        view = event.view()
+        if isinstance(view, AssistantChunk):
+            open_steps.setdefault((view.data.turn, view.data.step), event.seq)
+        elif isinstance(view, AssistantMessage):
+            open_steps.pop((view.data.turn, view.data.step), None)
+        elif isinstance(view, TurnEnd):
+            open_steps.clear()
+    return min(open_steps.values(), default=length)
 
 
 def items(events: Iterable[StoredEvent]) -> Iterator[Item]:

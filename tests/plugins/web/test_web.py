@@ -237,3 +237,44 @@ def test_a_session_another_process_writes_streams_into_the_open_page(
         if writer.poll() is None:
             writer.kill()
             writer.communicate(timeout=10)
+
+
+def test_a_page_opened_mid_step_shows_what_already_streamed(browser: Any, store: Path, tmp_path: Path) -> None:
+    # The step's text is in the log only as deltas until its message lands: the page must not lose them.
+    go = tmp_path / "go"
+    writer = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tests.plugins.web.writer",
+            str(store),
+            str(HARNESS / "multi-turn" / "session.jsonl"),
+            str(go),
+            "30",  # up to the text delta "ONE" of turn 1, before its message
+            "0.03",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    served = start_web(store)
+    try:
+        assert writer.stdout is not None
+        session = writer.stdout.readline().strip()
+        page = _open(browser, served)
+        page.goto(f"{served.base}/s/{session}")
+        page.wait_for_selector("li.streaming:not(.reasoning)", timeout=30_000)
+        assert page.locator("li.streaming:not(.reasoning)").inner_text() == "ONE"
+        assert page.locator("li.streaming.reasoning").inner_text().startswith("The user wants me to reply")
+        assert page.locator("li.assistant").count() == 0
+        go.touch()
+        page.wait_for_selector("li.end >> nth=1", timeout=30_000)
+        assert page.locator("li.streaming").count() == 0  # the message replaced the streamed text
+        assert page.locator("li.assistant").count() >= 2
+        writer.communicate(timeout=30)
+        assert page.errors == []
+    finally:
+        stop(served)
+        if writer.poll() is None:
+            writer.kill()
+            writer.communicate(timeout=10)

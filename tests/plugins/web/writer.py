@@ -1,5 +1,5 @@
 """A process that writes a session into a store as `dsh` would, slowly, for the live view's tests: it copies the
-events of a recorded log into a new session, prints the session id, writes `head` events, waits for the file `go`
+events of a recorded log into a new session, writes `head` events, prints the session id, waits for the file `go`
 to exist, then writes the rest `gap_s` apart. Run as `python -m tests.plugins.web.writer STORE LOG GO HEAD GAP_S`."""
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ def main(store_path: str, log: str, go: str, head: int, gap_s: float) -> None:
         recorded = list(events)
     with SessionStore(Path(store_path)) as store:
         info = store.create(cwd="/workspace")
-        print(info.id, flush=True)
         store.append_events(info.id, recorded[:head])
+        print(info.id, flush=True)  # once the head is in: a page opened now sees it
         deadline = time.monotonic() + WAIT_S
         while not Path(go).exists():
             if time.monotonic() > deadline:
