@@ -64,6 +64,7 @@ litellm_settings:
     - {{"provider": "dshtest", "custom_handler": litellm_handler.handler}}
 router_settings:
   num_retries: 0
+  disable_cooldowns: true  # a failed scenario must not put its model in cooldown for the next test (a 429 dsh would retry)
 general_settings:
   master_key: {MASTER_KEY}
 """

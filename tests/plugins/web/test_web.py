@@ -239,7 +239,9 @@ def test_a_session_another_process_writes_streams_into_the_open_page(
             writer.communicate(timeout=10)
 
 
-def test_a_page_opened_mid_step_shows_what_already_streamed(browser: Any, store: Path, tmp_path: Path) -> None:
+def test_a_page_opened_mid_step_shows_what_already_streamed(
+    browser: Any, store: Path, tmp_path: Path
+) -> None:
     # The step's text is in the log only as deltas until its message lands: the page must not lose them.
     go = tmp_path / "go"
     writer = subprocess.Popen(
