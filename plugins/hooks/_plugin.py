@@ -3,7 +3,10 @@ run at dsh's seams as the original's bridges run them. PreToolUse on `tools/pre-
 runs and the model gets `Error: <reason>`; Claude Code's `ask`: an approval), PostToolUse on `tools/post-execute`
 (block: the result becomes the reason; additional context: a message for the next step), UserPromptSubmit on
 `agent/prompt-submit` (block: the turn ends blocked; context follows the prompt) and Stop on `agent/turn-stopping`
-(block: the reason is steering, and the turn goes on). Each hook run is logged `hook/invoked` then `hook/result`.
+(block: the reason is steering, and the turn goes on). Each of those runs is logged `hook/invoked` then
+`hook/result`. Outside a turn nothing is logged, as in the original: SessionStart (matcher subject: the source,
+`startup`/`resume`/`fork`) and Claude Code's SubagentStart (subject `general-purpose`) run when an agent opens, and
+their context joins the first prompt the agent takes in; SubagentStop runs, observe-only, when a child is closed.
 
 How the dialects differ (the original's): Claude Code gets its payload with a trailing newline and
 `CLAUDE_PROJECT_DIR` in its environment, and its `ask` and `allow` are honoured; Codex gets snake_case payloads with
@@ -25,11 +28,15 @@ import msgspec
 
 from dsh.runtime.agent import (
     PROMPT_SUBMIT,
+    SESSION_END,
+    SESSION_START,
     TURN_STOPPING,
     AddContext,
     BlockPrompt,
     PromptDecision,
     PromptSubmit,
+    SessionClosing,
+    SessionOpened,
     TurnStopping,
 )
 from dsh.runtime.kernel import Context, Plugin, ServiceKey, Waterfall
@@ -152,6 +159,8 @@ class Hooks:
         # one point's hooks at a time per agent: parallel calls run their hooks in call order (the order their
         # tasks reach the lock), so the log, and a re-run's, has them in one order
         self._locks: dict[str, anyio.Lock] = {}
+        # what SessionStart/SubagentStart hooks added, per agent, until the agent's first prompt takes it in
+        self._opening: dict[str, tuple[list[str], PluginSource]] = {}
 
     def groups(self, dialect: str, cwd: Path) -> dict[str, list[MatcherGroup]]:
         """The dialect's groups per point from every file found (user level first, then the workspace's)."""
@@ -238,7 +247,7 @@ class Hooks:
                 output = hook
             else:
                 output = await self._run(dialect, point, hook, payload, cwd)
-                if dialect == "codex" and point == "UserPromptSubmit":
+                if dialect == "codex" and point in ("UserPromptSubmit", "SessionStart"):
                     plain = output.exit_code == 0 and output.stdout and not output.stdout.startswith("{")
                     if plain and output.additional_context is None:
                         output.additional_context = output.stdout
@@ -393,6 +402,10 @@ class Hooks:
     ) -> PromptDecision:
         texts: list[str] = []
         source: PluginSource | None = None
+        opening = self._opening.pop(submit.agent.id, None)
+        if opening is not None:
+            texts.extend(opening[0])
+            source = opening[1]
         for dialect in DIALECTS:
             payload = self.payload(dialect, "UserPromptSubmit", submit.agent, submit.turn, prompt=submit.text)
             # Codex's prompt hook runs before its turn in the original, so it logs no hook/* pair
@@ -406,6 +419,8 @@ class Hooks:
                 logged=dialect != "codex",
             )
             if merged.decision == "deny":
+                if opening is not None:  # kept for the prompt that gets in
+                    self._opening[submit.agent.id] = opening
                 return BlockPrompt(merged.reason or "blocked by UserPromptSubmit hook")
             if merged.contexts:
                 texts.extend(merged.contexts)
@@ -439,6 +454,45 @@ class Hooks:
                 )
                 return
 
+    async def session_start(self, opened: SessionOpened) -> None:
+        agent = opened.agent
+        texts: list[str] = []
+        source: PluginSource | None = None
+        for dialect in DIALECTS:
+            if agent.parent is None:
+                point, subject = "SessionStart", opened.source
+                payload = self.payload(dialect, point, agent, 0, source=opened.source)
+            elif dialect == "claude-code":  # Codex has no subagent points
+                point, subject = "SubagentStart", "general-purpose"
+                payload = self.payload(dialect, point, agent, 0, agent_id=agent.id, agent_type=subject)
+            else:
+                continue
+            merged = await self.run_point(dialect, point, subject, payload, agent=agent, turn=0, logged=False)
+            if merged.contexts:
+                texts.extend(merged.contexts)
+                source = source or PluginSource(plugin=_PLUGIN_NAME[dialect])
+        if texts and source is not None:
+            self._opening[agent.id] = (texts, source)
+
+    async def session_end(self, closing: SessionClosing) -> None:
+        agent = closing.agent
+        self._opening.pop(agent.id, None)
+        self._locks.pop(agent.id, None)
+        if agent.parent is None:
+            return
+        payload = self.payload(
+            "claude-code",
+            "SubagentStop",
+            agent,
+            0,
+            agent_id=agent.id,
+            agent_type="general-purpose",
+            stop_hook_active=False,
+        )
+        await self.run_point(
+            "claude-code", "SubagentStop", "general-purpose", payload, agent=agent, turn=0, logged=False
+        )
+
 
 HOOKS = ServiceKey[Hooks]("hooks")
 
@@ -450,6 +504,8 @@ def _apply(ctx: Context, config: HooksConfig) -> None:
     ctx.on(POST_EXECUTE, hooks.post_execute)
     ctx.on(PROMPT_SUBMIT, hooks.prompt_submit)
     ctx.on(TURN_STOPPING, hooks.turn_stopping)
+    ctx.on(SESSION_START, hooks.session_start)
+    ctx.on(SESSION_END, hooks.session_end)
 
 
 plugin = Plugin(
@@ -459,5 +515,5 @@ plugin = Plugin(
     needs=(TOOL_ENV,),
     provides=(HOOKS,),
     description="Claude Code and Codex hooks.json: PreToolUse, PostToolUse, UserPromptSubmit and Stop hooks run as "
-    "guarded subprocesses, logged hook/invoked and hook/result",
+    "guarded subprocesses, logged hook/invoked and hook/result; SessionStart, SubagentStart and SubagentStop too",
 )

@@ -39,7 +39,15 @@ __all__ = [
 ]
 
 BLOCKING_EXIT_CODE = 2
-POINTS = ("PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop")
+POINTS = (
+    "PreToolUse",
+    "PostToolUse",
+    "UserPromptSubmit",
+    "Stop",
+    "SessionStart",
+    "SubagentStart",
+    "SubagentStop",
+)
 """The hook points dsh runs (the others a config names are read and never fire)."""
 
 _OUTPUT_CAP = 1 << 20

@@ -10,6 +10,8 @@ from ._events import PRE_STEP as PRE_STEP
 from ._events import PROMPT_SUBMIT as PROMPT_SUBMIT
 from ._events import REQUEST as REQUEST
 from ._events import REQUEST_ERROR as REQUEST_ERROR
+from ._events import SESSION_END as SESSION_END
+from ._events import SESSION_START as SESSION_START
 from ._events import SLASH_COMMAND as SLASH_COMMAND
 from ._events import STEP_INPUT as STEP_INPUT
 from ._events import STEP_PREVIEW as STEP_PREVIEW
@@ -33,6 +35,8 @@ from ._events import RequestConfig as RequestConfig
 from ._events import RequestFailure as RequestFailure
 from ._events import RequestInfo as RequestInfo
 from ._events import Retry as Retry
+from ._events import SessionClosing as SessionClosing
+from ._events import SessionOpened as SessionOpened
 from ._events import SlashCommand as SlashCommand
 from ._events import StepGate as StepGate
 from ._events import StepInput as StepInput
@@ -76,6 +80,10 @@ __all__ = [
     "PRE_STEP",
     "PROMPT_SUBMIT",
     "TURN_STOPPING",
+    "SESSION_END",
+    "SESSION_START",
+    "SessionClosing",
+    "SessionOpened",
     "AddContext",
     "BlockPrompt",
     "PromptDecision",

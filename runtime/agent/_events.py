@@ -1,7 +1,8 @@
 """The agent loop's events, declared once here with their payloads: `agent/pre-step`, `agent/step-input`,
 `agent/step-results`, `agent/request`, `agent/request-error`, `agent/error`, `agent/event` (every event an agent
 appends, for clients), `agent/prompt-submit` (a user's prompt entering a turn), `agent/turn-stopping` (a turn about
-to end), the slash commands and compaction on request."""
+to end), `agent/session-start` and `agent/session-end` (an agent opened and closing), the slash commands and
+compaction on request."""
 
 from __future__ import annotations
 
@@ -25,6 +26,10 @@ __all__ = [
     "CommandReply",
     "SlashCommand",
     "TURN_STOPPING",
+    "SESSION_END",
+    "SESSION_START",
+    "SessionClosing",
+    "SessionOpened",
     "AddContext",
     "BlockPrompt",
     "PromptDecision",
@@ -274,6 +279,30 @@ class TurnStopping:
 
 TURN_STOPPING = Emit[TurnStopping]("agent/turn-stopping")
 """After the last step's `step/end`, before the turn decides to end (a Stop hook runs here)."""
+
+
+@dataclass(frozen=True)
+class SessionOpened:
+    """`agent` was opened: `source` says how, `startup` (a new session; a subagent's, when `agent.parent` is set),
+    `resume` (a stored session continued) or `fork` (a new session inheriting another's turns)."""
+
+    agent: Agent
+    source: str
+
+
+SESSION_START = Emit[SessionOpened]("agent/session-start")
+"""When an agent opens, before any turn of it can start (SessionStart and SubagentStart hooks run here)."""
+
+
+@dataclass(frozen=True)
+class SessionClosing:
+    """`agent` is being closed by its owner, its turns over (not when it is torn down by a failure or cancel)."""
+
+    agent: Agent
+
+
+SESSION_END = Emit[SessionClosing]("agent/session-end")
+"""When an agent's owner closes it normally, before its log closes (a SubagentStop hook runs here)."""
 
 
 @dataclass(frozen=True)

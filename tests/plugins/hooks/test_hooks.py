@@ -11,7 +11,10 @@ from typing import Any
 import pytest
 
 from dsh.plugins.hooks import matches, merge, parse_config, parse_output, run_command
+from dsh.runtime.agent import AGENTS, AgentOptions
+from dsh.runtime.session import STORE
 from tests.plugins.hitl_host import bash_call, data_of, result_texts, run_turn, text, write_hooks
+from tests.runtime.agent.harness import MODEL, PROVIDER
 
 pytestmark = pytest.mark.anyio
 
@@ -234,3 +237,78 @@ def test_config_files_in_either_dialect_skip_hooks_that_are_not_commands() -> No
     assert [h.command for h in parsed["Stop"][0].hooks] == ["true"]
     with pytest.raises(ValueError, match=r"hooks.json: hooks.Stop must be a list"):
         parse_config({"hooks": {"Stop": {}}}, where="hooks.json")
+
+
+_ADD_CONTEXT = (
+    "cat > {record}; printf '%s' "
+    '\'{{"hookSpecificOutput": {{"hookEventName": "{point}", "additionalContext": "{context}"}}}}\''
+)
+
+
+async def test_session_start_context_joins_the_first_prompt_and_logs_no_hook_pair(tmp_path: Path) -> None:
+    workspace = ws(tmp_path)
+    record = tmp_path / "payload.json"
+    command = _ADD_CONTEXT.format(record=record, point="SessionStart", context="the build is make -j2")
+    write_hooks(
+        workspace,
+        {
+            "SessionStart": command_hook(command, matcher="startup")
+            + command_hook("touch resumed-ran", matcher="resume")
+        },
+    )
+    events, _ = await run_turn(tmp_path, workspace, [text("ok")])
+    messages = data_of(events, "user/message")
+    assert [m["content"][0]["text"] for m in messages[:2]] == ["go", "the build is make -j2"]
+    assert messages[1]["source"] == {"kind": "plugin", "plugin": "hooks-claude-code"}
+    assert data_of(events, "hook/invoked") == []  # outside a turn, as the original
+    payload = json.loads(record.read_text())
+    assert payload["hook_event_name"] == "SessionStart"
+    assert payload["source"] == "startup"
+    assert payload["cwd"] == str(workspace)
+    assert not (workspace / "resumed-ran").exists()  # its matcher is the source
+
+
+async def test_codex_session_start_takes_plain_stdout_as_context(tmp_path: Path) -> None:
+    workspace = ws(tmp_path)
+    write_hooks(
+        workspace,
+        {"SessionStart": command_hook("echo 'repo uses uv'", matcher=None)},
+        name="codex-hooks.json",
+    )
+    events, _ = await run_turn(tmp_path, workspace, [text("ok")])
+    texts = [m["content"][0]["text"] for m in data_of(events, "user/message")]
+    assert texts[:2] == ["go", "repo uses uv"]
+
+
+async def test_a_child_gets_subagent_start_context_and_its_close_runs_subagent_stop(tmp_path: Path) -> None:
+    workspace = ws(tmp_path)
+    record = tmp_path / "start.json"
+    start = _ADD_CONTEXT.format(record=record, point="SubagentStart", context="you are a child")
+    write_hooks(
+        workspace,
+        {
+            "SubagentStart": command_hook(start, matcher="general-purpose"),
+            "SubagentStop": command_hook(f"cat > {tmp_path / 'stop.json'}", matcher=None),
+            "SessionStart": command_hook("touch session-start-ran", matcher=None),
+        },
+    )
+    child_events: list[Any] = []
+
+    async def child(ctx: Any, parent: Any) -> None:
+        (workspace / "session-start-ran").unlink()  # the parent's own SessionStart ran
+        options = AgentOptions(provider=PROVIDER, model=MODEL)
+        async with ctx.get(AGENTS).create(options, parent=parent) as kid:
+            await kid.run("child task")
+            await kid.log.flush()
+            child_events.extend(ctx.get(STORE).events(kid.id))
+        assert not (workspace / "session-start-ran").exists()  # a child runs SubagentStart instead
+
+    await run_turn(tmp_path, workspace, [text("child done"), text("parent done")], before=child)
+    texts = [m["content"][0]["text"] for m in data_of(child_events, "user/message")]
+    assert texts[:2] == ["child task", "you are a child"]
+    started = json.loads(record.read_text())
+    assert started["hook_event_name"] == "SubagentStart"
+    assert started["agent_type"] == "general-purpose"
+    stopped = json.loads((tmp_path / "stop.json").read_text())
+    assert stopped["hook_event_name"] == "SubagentStop"
+    assert stopped["stop_hook_active"] is False
