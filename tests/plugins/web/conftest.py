@@ -48,7 +48,7 @@ def import_log(store: Path, log: Path) -> str:
     return done.stdout.split("as session ")[1].split()[0]
 
 
-def start_web(store: Path, *extra: str) -> Served:
+def start_web(store: Path | str, *extra: str) -> Served:
     process = subprocess.Popen(
         [
             sys.executable,

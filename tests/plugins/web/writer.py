@@ -1,6 +1,6 @@
 """A process that writes a session into a store as `dsh` would, slowly, for the live view's tests: it copies the
 events of a recorded log into a new session, writes `head` events, prints the session id, waits for the file `go`
-to exist, then writes the rest `gap_s` apart. Run as `python -m tests.plugins.web.writer STORE LOG GO HEAD GAP_S`."""
+to exist, then writes the rest `gap_s` apart. STORE is a path or a PostgreSQL URL. Run as `python -m tests.plugins.web.writer STORE LOG GO HEAD GAP_S`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from dsh.runtime.session import SessionStore, read_jsonl
+from dsh.runtime.session import open_store, read_jsonl
 
 WAIT_S = 60.0
 """The longest the writer waits for `go` (a test that never says go must not leave it running)."""
@@ -18,7 +18,8 @@ def main(store_path: str, log: str, go: str, head: int, gap_s: float) -> None:
     with Path(log).open("rb") as handle:
         _, events = read_jsonl(handle)
         recorded = list(events)
-    with SessionStore(Path(store_path)) as store:
+    store = open_store(store_path)  # a path or a PostgreSQL URL
+    with store:
         info = store.create(cwd="/workspace")
         store.append_events(info.id, recorded[:head])
         print(info.id, flush=True)  # once the head is in: a page opened now sees it
