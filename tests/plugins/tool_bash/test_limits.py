@@ -4,6 +4,7 @@ command starts outlives it, `setsid nohup` included."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 from pathlib import Path
@@ -43,6 +44,15 @@ def running_with(marker: str) -> list[int]:
     return found
 
 
+def unique_seconds(whole: int) -> str:
+    """A sleep length no other test's process has (tests run in parallel workers, and `running_with` looks at the
+    whole machine): `whole` seconds and a fraction unique to this run."""
+    return f"{whole}.{os.getpid()}{next(_RUNS):03d}"
+
+
+_RUNS = itertools.count(1)
+
+
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     root = tmp_path / "ws"
@@ -54,13 +64,14 @@ def workspace(tmp_path: Path) -> Path:
 async def test_a_fork_bomb_is_stopped_at_the_default_process_limit(workspace: Path, policy: str) -> None:
     # Exponential, but bounded (2^11 processes at most, so a failure cannot exhaust the machine's pids); the
     # default limit is 512.
-    bomb = "f(){ [ $1 -lt 10 ] && { f $(($1+1)) & f $(($1+1)) & }; sleep 31.5; }; f 0"
+    seconds = unique_seconds(31)
+    bomb = f"f(){{ [ $1 -lt 10 ] && {{ f $(($1+1)) & f $(($1+1)) & }}; sleep {seconds}; }}; f 0"
     result = await bash(host(sandbox=policy), workspace, bomb, timeoutMs=60_000)
     assert "[limit: the command was killed: it ran more than 512 processes at once (limits.processes)]" in (
         result.text
     )
     assert "[killed by signal: SIGKILL]" in result.text
-    assert running_with("31.5") == []
+    assert running_with(seconds) == []
 
 
 @pytest.mark.parametrize("policy", POLICIES)
@@ -80,14 +91,15 @@ async def test_a_three_gigabyte_allocation_fails_at_the_default_memory_limit(
 @pytest.mark.parametrize("policy", POLICIES)
 async def test_a_tree_holding_too_much_memory_is_killed(workspace: Path, policy: str) -> None:
     # Four processes of 80 MiB each (every page written), each within the per-process limit, 320 MiB together.
-    hold = f"{sys.executable} -c 'import time; b = b\"x\" * (80 << 20); time.sleep(32.5)'"
+    seconds = unique_seconds(32)
+    hold = f"{sys.executable} -c 'import time; b = b\"x\" * (80 << 20); time.sleep({seconds})'"
     command = f"for i in 1 2 3 4; do {hold} & done; wait"
     result = await bash(host(sandbox=policy, limits={"memory_mb": 200}), workspace, command, timeoutMs=60_000)
     assert (
         "[limit: the command was killed: its processes held more than 200 MiB of memory (limits.memory_mb)]"
         in (result.text)
     )
-    assert running_with("32.5") == []
+    assert running_with(seconds) == []
 
 
 async def test_a_file_cannot_pass_the_file_size_limit(workspace: Path) -> None:
@@ -123,13 +135,14 @@ def test_a_limit_below_one_is_refused() -> None:
 
 @pytest.mark.parametrize("policy", POLICIES)
 async def test_nothing_the_command_started_outlives_it_setsid_or_not(workspace: Path, policy: str) -> None:
+    seconds = unique_seconds(33)
     command = (
-        "setsid nohup sleep 33.5 > /dev/null 2>&1 & echo $!; "
-        "(setsid sleep 33.5 < /dev/null > /dev/null 2>&1 &); "
-        "nohup sleep 33.5 > /dev/null 2>&1 & echo started"
+        f"setsid nohup sleep {seconds} > /dev/null 2>&1 & echo $!; "
+        f"(setsid sleep {seconds} < /dev/null > /dev/null 2>&1 &); "
+        f"nohup sleep {seconds} > /dev/null 2>&1 & echo started"
     )
     result = await bash(host(sandbox=policy), workspace, command, timeoutMs=60_000)
     assert result.text.endswith("started\n"), result.text
-    for pid in running_with("33.5"):
+    for pid in running_with(seconds):
         await assert_dies(pid)
-    assert running_with("33.5") == []
+    assert running_with(seconds) == []
