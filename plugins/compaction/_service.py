@@ -8,7 +8,6 @@ import logging
 import math
 import weakref
 from collections.abc import Mapping, Sequence
-from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,7 +30,6 @@ from dsh.runtime.kernel import Next, ServiceKey
 from dsh.runtime.llm import (
     LLM,
     AssistantBlock,
-    BlockAssembler,
     CallConfig,
     CallKey,
     FailureCode,
@@ -397,10 +395,7 @@ class Compaction:
             session_id=agent.id,
             call=CallKey(turn=turn, step=step, attempt=attempt, purpose=COMPACTION_PURPOSE),
         )
-        assembler = BlockAssembler()
-        async with aclosing(agent.ctx.get(LLM).stream(request)) as chunks:
-            async for chunk in chunks:
-                assembler.feed(chunk)
+        assembler = await agent.ctx.get(LLM).stream(request).drain()
         finish = assembler.finish
         assert finish is not None, "LlmRuntime ends every stream with a finish chunk"
         if isinstance(finish.reason, FinishError | FinishAborted):

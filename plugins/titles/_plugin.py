@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-from contextlib import aclosing
 
 import anyio
 import msgspec
@@ -20,7 +19,6 @@ from dsh.runtime.agent import EVENT, Agent, AgentEvent
 from dsh.runtime.kernel import Context, Plugin
 from dsh.runtime.llm import (
     LLM,
-    BlockAssembler,
     CallConfig,
     CallKey,
     FinishStop,
@@ -181,11 +179,10 @@ async def _make_title(agent: Agent, config: TitlesConfig, turn: int) -> None:
         session_id=agent.id,
         call=CallKey(turn=turn, step=0, attempt=1, purpose=PURPOSE),
     )
-    assembler = BlockAssembler()
+    calls = agent.ctx.get(LLM).stream(request)
     with anyio.move_on_after(config.timeout_s) as waited:
-        async with aclosing(agent.ctx.get(LLM).stream(request)) as chunks:
-            async for chunk in chunks:
-                assembler.feed(chunk)
+        await calls.drain()
+    assembler = calls.assembled
     if waited.cancelled_caught:
         log.warning(
             "titles: the title call for session %s took over %ss; no title", agent.id, config.timeout_s

@@ -58,6 +58,7 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from ._request import LlmRequest as LlmRequest
     from ._request import ToolSpec as ToolSpec
     from ._runtime import LLM as LLM
+    from ._runtime import CallStream as CallStream
     from ._runtime import LlmRuntime as LlmRuntime
     from ._runtime import plugin as plugin
 
@@ -89,6 +90,7 @@ __all__ = [
     "LlmCallError",
     "LlmFailure",
     "LlmRequest",
+    "CallStream",
     "LlmRuntime",
     "Message",
     "MessageId",
@@ -177,6 +179,7 @@ _LAZY = {
     "LlmRequest": "._request",
     "ToolSpec": "._request",
     "LLM": "._runtime",
+    "CallStream": "._runtime",
     "LlmRuntime": "._runtime",
     "plugin": "._runtime",
 }
