@@ -43,6 +43,8 @@ from acp.schema import (
     SessionForkCapabilities,
     SessionInfo,
     SessionListCapabilities,
+    SessionMode,
+    SessionModeState,
     SessionResumeCapabilities,
     SetSessionModeResponse,
     SseMcpServer,
@@ -54,6 +56,7 @@ from acp.schema import (
 from anyio.abc import TaskGroup, TaskStatus
 
 from dsh.plugins.compaction import COMPACTION
+from dsh.plugins.interaction import INTERACTION, PRESETS
 from dsh.plugins.mcp import MCP, HttpServer, McpService, ServerSpec, StdioServer
 from dsh.runtime.agent import (
     AGENTS,
@@ -78,6 +81,7 @@ from ._updates import SessionUpdate, SessionUpdates
 
 __all__ = [
     "AGENT_NAME",
+    "CUSTOM_MODE",
     "INTERNAL_ERROR",
     "INVALID_PARAMS",
     "INVALID_REQUEST",
@@ -99,6 +103,14 @@ ContentBlock = (
     | AudioContentBlock
     | ResourceContentBlock
     | EmbeddedResourceContentBlock
+)
+
+
+CUSTOM_MODE = "custom"
+"""The mode a session is in when no permission preset is in force."""
+_CUSTOM_HELP = (
+    "The sandbox mode and approval policy this session has without a preset: the deployment's, or what /sandbox "
+    "and /approval set. Choose a preset to replace them."
 )
 
 
@@ -359,11 +371,33 @@ class AcpServer:
             )
         return Approval(chosen)  # type: ignore[arg-type]  # one of the outcomes in _ANSWERS
 
+    def _modes(self, session_id: str) -> SessionModeState | None:
+        """The session's modes, when the deployment loads the interaction plugin: the permission presets, current
+        when the log's last preset is still in force (its sandbox mode and approval policy unchanged since), and
+        `custom` otherwise: the settings the deployment gave, or that `/sandbox` and `/approval` set, which no preset
+        need match. Never a preset the session is not under."""
+        if not self.host.ctx.has(INTERACTION):
+            return None
+        knobs = self.host.ctx.get(INTERACTION).knobs(self.sessions[session_id].agent.log)
+        modes = [SessionMode(id=name, name=name, description=p.description) for name, p in PRESETS.items()]
+        chosen = PRESETS.get(knobs.preset or "")
+        if chosen is not None and (knobs.sandbox, knobs.policy) == (chosen.sandbox, chosen.approval):
+            return SessionModeState(current_mode_id=knobs.preset or "", available_modes=modes)
+        custom = SessionMode(id=CUSTOM_MODE, name=CUSTOM_MODE, description=_CUSTOM_HELP)
+        return SessionModeState(current_mode_id=CUSTOM_MODE, available_modes=[custom, *modes])
+
     async def set_session_mode(self, session_id: str, mode_id: str, **_: Any) -> SetSessionModeResponse:
         """A mode is a permission preset (`read-only`, `workspace-write`, `danger-full-access`): switched as
         `/permission MODE` is, and logged so (`command/run`, `permission/preset`, ..., `command/done`)."""
         self._ready()
         session = self._session(session_id)
+        if mode_id == CUSTOM_MODE:
+            raise RequestError(
+                INVALID_PARAMS,
+                f'"{CUSTOM_MODE}" is what a session is under when no preset is in force; choose a preset: '
+                + ", ".join(PRESETS),
+                {"modeId": mode_id},
+            )
         async with session.busy:
             reply = await self.host.ctx.waterfall(
                 SLASH_COMMAND, None, SlashCommand(session.agent, "permission", f" {mode_id}")
@@ -387,7 +421,7 @@ class AcpServer:
         session = await self._open(self.agents.create(self.host.options(cwd=path)))
         self._advertise(session.agent.id)
         self._attach_mcp(session.agent.id, mcp_servers)
-        return NewSessionResponse(session_id=session.agent.id)
+        return NewSessionResponse(session_id=session.agent.id, modes=self._modes(session.agent.id))
 
     async def load_session(
         self, cwd: str, session_id: str, mcp_servers: Sequence[object] | None = None, **_: Any
@@ -399,7 +433,7 @@ class AcpServer:
         for event in self.agents.store.events(session_id, skip_types=("assistant/chunk",)):
             for update in history.updates(event):
                 await self._send(session_id, update)
-        return LoadSessionResponse()
+        return LoadSessionResponse(modes=self._modes(session_id))
 
     async def resume_session(
         self, cwd: str, session_id: str, mcp_servers: Sequence[object] | None = None, **_: Any
@@ -407,7 +441,7 @@ class AcpServer:
         """Open a stored session without replaying it (unstable ACP session/resume)."""
         self._ready()
         await self._resume(session_id, _absolute(cwd), mcp_servers)
-        return ResumeSessionResponse()
+        return ResumeSessionResponse(modes=self._modes(session_id))
 
     async def _resume(self, session_id: str, cwd: Path, mcp_servers: Sequence[object] | None) -> None:
         if session_id not in self.sessions:
@@ -426,7 +460,7 @@ class AcpServer:
         at = last_turn_end(self.agents.store, session_id)
         session = await self._open(self.agents.fork(session_id, self.host.options(cwd=path), at=at))
         self._attach_mcp(session.agent.id, mcp_servers)
-        return ForkSessionResponse(session_id=session.agent.id)
+        return ForkSessionResponse(session_id=session.agent.id, modes=self._modes(session.agent.id))
 
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, **_: Any

@@ -11,7 +11,7 @@ from typing import Any
 
 import anyio
 import pytest
-from acp import PROTOCOL_VERSION, text_block
+from acp import PROTOCOL_VERSION, RequestError, text_block
 from acp.schema import AllowedOutcome, RequestPermissionResponse
 
 from dsh.runtime.session import SessionStore
@@ -121,7 +121,34 @@ async def test_set_mode_switches_the_permission_preset(tmp_path: Path) -> None:
             with anyio.fail_after(60):
                 await conn.initialize(protocol_version=PROTOCOL_VERSION)
                 session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+                # no preset in force yet: the session is under the deployment's own settings, never a preset's
+                assert session.modes is not None
+                assert session.modes.current_mode_id == "custom"
+                assert [m.id for m in session.modes.available_modes] == [
+                    "custom",
+                    "read-only",
+                    "workspace-write",
+                    "danger-full-access",
+                ]
                 await conn.set_session_mode(session_id=session.session_id, mode_id="read-only")
+                resumed = await conn.resume_session(cwd=str(tmp_path), session_id=session.session_id)
+                assert resumed.modes is not None
+                assert resumed.modes.current_mode_id == "read-only"
+                assert "custom" not in [m.id for m in resumed.modes.available_modes]
+                with pytest.raises(RequestError, match='"custom" is what a session is under'):
+                    await conn.set_session_mode(session_id=session.session_id, mode_id="custom")
+                with pytest.raises(RequestError, match='unknown preset "sideways"'):
+                    await conn.set_session_mode(session_id=session.session_id, mode_id="sideways")
     with SessionStore(tmp_path / "sessions.db") as store:
         kinds = [e.type for e in store.events(session.session_id)]
-    assert kinds == ["command/run", "permission/preset", "sandbox/mode", "approval/policy", "command/done"]
+    assert kinds[:5] == [
+        "command/run",
+        "permission/preset",
+        "sandbox/mode",
+        "approval/policy",
+        "command/done",
+    ]
+    assert kinds[5:] == [
+        "command/run",
+        "command/done",
+    ]  # the unknown preset: refused, and logged as /permission
