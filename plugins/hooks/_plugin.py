@@ -118,8 +118,10 @@ point and anchor. None: the configured hooks run."""
 
 
 class HooksConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """Where the hooks files are, per dialect, read in order and merged (a relative path is in the session's
-    workspace, `~` is the user's home): `claude_code` and `codex`. `timeout_ms`: a hook's timeout when it sets no
+    """Where the hooks files are, per dialect, read in order and merged (`~` is the user's home; a relative path is
+    in the session's workspace, read only with `project_config`): `claude_code` and `codex`. `project_config`:
+    also run the hooks a workspace's own files configure (off by default: a repository's hooks run commands on the
+    user's machine, outside any sandbox, so a workspace must be trusted before they run). `timeout_ms`: a hook's timeout when it sets no
     `timeout` of its own (the original's 10 minutes). `stderr_summary_max_chars`: the cap on `hook/result`'s
     `stderrSummary`. `model`: the model name Codex payloads carry. `env`: additions to the environment policy of
     hook processes (as bash's)."""
@@ -131,6 +133,7 @@ class HooksConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         "hooks.json",
     )
     codex: tuple[str, ...] = ("~/.codex/hooks.json", ".codex/hooks.json", "codex-hooks.json")
+    project_config: bool = False
     timeout_ms: int = 600_000
     stderr_summary_max_chars: int = 500
     model: str = ""
@@ -161,6 +164,7 @@ class Hooks:
         self._locks: dict[str, anyio.Lock] = {}
         # what SessionStart/SubagentStart hooks added, per agent, until the agent's first prompt takes it in
         self._opening: dict[str, tuple[list[str], PluginSource]] = {}
+        self._ignored: set[Path] = set()  # workspace files left unread (no project_config), each said once
 
     def groups(self, dialect: str, cwd: Path) -> dict[str, list[MatcherGroup]]:
         """The dialect's groups per point from every file found (user level first, then the workspace's)."""
@@ -168,8 +172,19 @@ class Hooks:
         merged: dict[str, list[MatcherGroup]] = {}
         for entry in paths:
             path = Path(entry).expanduser()
-            path = path if path.is_absolute() else cwd / path
+            in_workspace = not path.is_absolute()
+            path = cwd / path if in_workspace else path
             if not path.is_file():
+                continue
+            if in_workspace and not self._config.project_config:
+                if path not in self._ignored:
+                    self._ignored.add(path)
+                    _log.warning(
+                        "hooks (%s): %s is not run: a workspace's own hooks need `project_config: true` in the "
+                        "hooks plugin's config (trust the workspace first)",
+                        dialect,
+                        path,
+                    )
                 continue
             try:
                 parsed = parse_config(json.loads(path.read_text(encoding="utf-8")), where=str(path))

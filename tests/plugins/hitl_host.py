@@ -43,7 +43,7 @@ async def run_turn(
     with host(tmp_path, adapter) as ctx:
         ctx.plugin(tool_bash.plugin, {"escalation": True, **(bash or {})})
         ctx.plugin(interaction.plugin, {"policy": policy})
-        ctx.plugin(hooks.plugin, hook_config or {})
+        ctx.plugin(hooks.plugin, {"project_config": True, **(hook_config or {})})
         if answer is not None:
 
             async def ask(value: Approval | None, request: ApprovalRequest, next_: Any) -> Approval | None:

@@ -66,7 +66,7 @@ def deployment(path: Path, base_url: str) -> Path:
                     {"id": "openai", "use": "llm_openai", "config": {"providers": [route]}},
                     {"id": "tools", "use": "tools"},
                     {"id": "interaction", "use": "interaction"},
-                    {"id": "hooks", "use": "hooks"},
+                    {"id": "hooks", "use": "hooks", "config": {"project_config": True}},
                     {"id": "bash", "use": "tool_bash"},
                     {"id": "agent", "use": "agent"},
                 ],

@@ -312,3 +312,24 @@ async def test_a_child_gets_subagent_start_context_and_its_close_runs_subagent_s
     stopped = json.loads((tmp_path / "stop.json").read_text())
     assert stopped["hook_event_name"] == "SubagentStop"
     assert stopped["stop_hook_active"] is False
+
+
+async def test_a_workspace_s_own_hooks_run_only_once_it_is_trusted(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A cloned repository's hooks.json would run its commands on the user's machine, outside any sandbox.
+    workspace = ws(tmp_path)
+    write_hooks(workspace, {"PreToolUse": command_hook("touch ran; echo 'no' >&2; exit 2")})
+    write_hooks(
+        workspace, {"SessionStart": command_hook("touch ran-codex", matcher=None)}, name="codex-hooks.json"
+    )
+    events, _ = await run_turn(
+        tmp_path, workspace, [bash_call("echo hi"), text("ok")], hook_config={"project_config": False}
+    )
+    assert not (workspace / "ran").exists()
+    assert not (workspace / "ran-codex").exists()
+    assert result_texts(events) == ["hi\n"]
+    assert data_of(events, "hook/invoked") == []
+    ignored = [r.getMessage() for r in caplog.records if "is not run" in r.getMessage()]
+    assert len(ignored) == 2  # each file said once, not at every point
+    assert "`project_config: true`" in ignored[0]

@@ -36,7 +36,7 @@ def _deployment(tmp_path: Path, replies: list[dict[str, Any]]) -> tuple[Path, Pa
                     {"id": "model", "use": "dsh.replay:scripted_plugin", "config": scripted},
                     {"id": "tools", "use": "tools"},
                     {"id": "interaction", "use": "interaction", "config": {"ask_user_question": True}},
-                    {"id": "hooks", "use": "hooks"},
+                    {"id": "hooks", "use": "hooks", "config": {"project_config": True}},
                     {"id": "bash", "use": "tool_bash"},
                     {"id": "agent", "use": "agent"},
                 ],

@@ -42,7 +42,7 @@ def setup(tmp_path: Path, base_url: str) -> tuple[Path, Path]:
                     {"id": "openai", "use": "llm_openai", "config": {"providers": [route]}},
                     {"id": "tools", "use": "tools"},
                     {"id": "interaction", "use": "interaction"},
-                    {"id": "hooks", "use": "hooks"},
+                    {"id": "hooks", "use": "hooks", "config": {"project_config": True}},
                     {"id": "bash", "use": "tool_bash"},
                     {"id": "agent", "use": "agent"},
                 ],
