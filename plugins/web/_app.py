@@ -7,6 +7,7 @@ import hashlib
 import hmac
 import io
 import json
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,7 @@ from ._chat import OUTCOMES, Chat, ChatError, Waiting
 from ._security import Guard
 from ._views import LONG, Item, items, live_from, markdown, session_row, when
 
-__all__ = ["FORM_LIMIT", "PAGE_SIZE", "RERUN_GROUP", "create_app", "csrf_token"]
+__all__ = ["FORM_LIMIT", "PAGE_SIZE", "RERUN_GROUP", "create_app", "csrf_token", "sse_message"]
 
 PAGE_SIZE = 50
 """Sessions on one page of the list."""
@@ -49,6 +50,20 @@ KEEPALIVE_S = 15.0
 """How often the live stream sends a comment when nothing was appended, so proxies keep it open."""
 
 _HERE = Path(__file__).parent
+
+
+_LINE_BREAKS = re.compile(r"\r\n|\r|\n")
+
+
+def sse_message(event: str, data: str, *, id: int | None = None) -> str:
+    """One server-sent event: `data` split at every line break the protocol knows (CR, LF, CRLF) into `data:`
+    lines, which the browser joins with LF, so text a model or tool wrote (a stray CR included) cannot end the
+    field early and forge a field or an event of its own."""
+    lines = [f"event: {event}"]
+    if id is not None:
+        lines.append(f"id: {id}")
+    lines.extend(f"data: {line}" for line in _LINE_BREAKS.split(data))
+    return "\n".join(lines) + "\n\n"
 
 
 def _tree(infos: list[SessionInfo]) -> list[tuple[SessionInfo, int]]:
@@ -305,7 +320,7 @@ def create_app(
 
         def waiting_html() -> str:
             waiting: list[Waiting] = [] if chat is None else chat.waiting(info.id)
-            return env.get_template("_waiting.html").render(info=info, waiting=waiting).replace("\n", " ")
+            return env.get_template("_waiting.html").render(info=info, waiting=waiting)
 
         async def stream() -> AsyncIterator[str]:
             seen = start
@@ -315,7 +330,7 @@ def create_app(
                 now_waiting = waiting_html()
                 if now_waiting != shown_waiting:
                     shown_waiting = now_waiting
-                    yield f"event: waiting\ndata: {now_waiting}\n\n"
+                    yield sse_message("waiting", now_waiting)
                 length = store.length(info.id)
                 if length > seen:
                     for event in store.events(info.id, start=seen, stop=length):
@@ -329,11 +344,10 @@ def create_app(
                                 "text": view.data.chunk.text,
                                 "seq": event.seq,
                             }
-                            yield f"event: delta\ndata: {json.dumps(delta)}\n\n"
+                            yield sse_message("delta", json.dumps(delta))
                             continue
                         for shown in items([event]):
-                            html = _fragment(shown).replace("\n", " ")
-                            yield f"event: item\nid: {event.seq}\ndata: {html}\n\n"
+                            yield sse_message("item", _fragment(shown), id=event.seq)
                     seen = length
                     quiet = 0.0
                     continue

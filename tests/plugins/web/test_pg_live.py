@@ -18,15 +18,22 @@ LOG = HARNESS / "multi-turn" / "session.jsonl"
 def _events(stream: httpx.Response, until_seq: int) -> list[tuple[str, str]]:
     """The (event, data) pairs of an SSE stream until an item or delta at `until_seq` or later arrives."""
     seen: list[tuple[str, str]] = []
-    kind = ""
+    kind, data = "", []
     for line in stream.iter_lines():
         if line.startswith("event: "):
             kind = line[len("event: ") :]
-        elif line.startswith("data: ") and kind in ("item", "delta"):
-            data = line[len("data: ") :]
-            seen.append((kind, data))
+        elif line.startswith("data: "):
+            data.append(line[len("data: ") :])
+        elif not line and data:
+            text, shown = "\n".join(data), kind
+            kind, data = "", []
+            if shown not in ("item", "delta"):
+                continue
+            seen.append((shown, text))
             seq = (
-                json.loads(data)["seq"] if kind == "delta" else int(data.split('data-seq="')[1].split('"')[0])
+                json.loads(text)["seq"]
+                if shown == "delta"
+                else int(text.split('data-seq="')[1].split('"')[0])
             )
             if seq >= until_seq:
                 return seen
