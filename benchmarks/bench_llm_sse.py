@@ -1,7 +1,7 @@
 """The OpenAI-compatible adapter's SSE parsing and chunk mapping throughput, against the bare cost of the same bytes.
 
 A local server streams one DeepSeek-shaped response (reasoning, text, a tool call split into many fragments, usage)
-over 127.0.0.1. Measured, best of several runs each:
+over 127.0.0.1. Measured, best of several runs each (the three interleaved, round by round):
   * socket: httpx reading the same bytes from the same server and discarding them (the transport floor);
   * socket + json: the same read, splitting data lines and `msgspec.json.decode`-ing each one generically;
   * adapter: `LlmRuntime.stream` through `OpenAICompatibleAdapter`, every chunk consumed.
@@ -25,7 +25,7 @@ from dsh.runtime.llm import LlmRequest, LlmRuntime, MessageId, TextBlock, UserMe
 
 EVENTS = 30_000
 WRITE_SIZE = 4096
-RUNS = 5
+RUNS = 7
 
 
 def _event(
@@ -95,14 +95,17 @@ async def _serve(stream: SocketStream, body: bytes) -> None:
             await stream.send(body[start : start + WRITE_SIZE])
 
 
-async def _best(run: Callable[[], Awaitable[int]]) -> tuple[float, int]:
-    best = float("inf")
-    count = 0
+async def _best(runs: dict[str, Callable[[], Awaitable[int]]]) -> dict[str, tuple[float, int]]:
+    """The best time of each run, the runs interleaved round by round: on a shared machine a burst of load then
+    slows one round of every run, not every attempt of one of them."""
+    best = {name: (float("inf"), 0) for name in runs}
     for _ in range(RUNS):
-        started = time.perf_counter()
-        count = await run()
-        best = min(best, time.perf_counter() - started)
-    return best, count
+        for name, run in runs.items():
+            started = time.perf_counter()
+            count = await run()
+            elapsed = time.perf_counter() - started
+            best[name] = (min(best[name][0], elapsed), count)
+    return best
 
 
 async def measure(events: int = EVENTS) -> dict[str, float]:
@@ -154,9 +157,10 @@ async def measure(events: int = EVENTS) -> dict[str, float]:
                         chunks += 1
                 return chunks
 
-            results["socket"], results["bytes"] = await _best(socket_only)
-            results["socket+json"], results["lines"] = await _best(socket_and_json)
-            results["adapter"], results["chunks"] = await _best(adapter)
+            best = await _best({"socket": socket_only, "socket+json": socket_and_json, "adapter": adapter})
+            results["socket"], results["bytes"] = best["socket"]
+            results["socket+json"], results["lines"] = best["socket+json"]
+            results["adapter"], results["chunks"] = best["adapter"]
         group.cancel_scope.cancel()
     return results
 

@@ -54,7 +54,7 @@ from dsh.runtime.session import (
     open_log,
     project,
 )
-from dsh.runtime.session._store import event_row
+from dsh.runtime.session._store import GUARDS, event_row
 
 APPEND_EVENTS = 100_000
 FORK_SIZES = (100, 100_000)
@@ -152,34 +152,42 @@ def _fork_seconds(store: SessionStoreProtocol, session: str, at: int) -> float:
 
 
 def bench_append(tmp: Path) -> float:
+    """The log's group commit (through the schema's triggers: next seq, and the rows' shape) against raw sqlite3
+    inserts into the same tables, with the same triggers and with none (the CHECKs' whole cost counted against us);
+    the lower ratio is the figure."""
     events = [e for e in _turn(1, APPEND_EVENTS - 6)]
     ours: list[float] = []
-    raw: list[float] = []
+    raw: dict[bool, list[float]] = {True: [], False: []}
     for rep in range(REPS):
         with SessionStore(tmp / f"append-{rep}.db") as store:
             session = store.create().id
             ours.append(anyio.run(_log_append, store, session, events))
             rows = [(f"raw-{rep}", *row[1:]) for row in _rows_of(store, session)]
-        with SessionStore(tmp / f"raw-{rep}.db") as baseline:  # the same schema, triggers and pragmas
-            baseline.create(
-                session_id=SessionId(f"raw-{rep}")
-            )  # the schema takes events of existing sessions only
-            conn = baseline.connect()
-            raw.append(_raw_insert(conn, rows))
-            conn.close()
+        for guarded in (True, False):
+            with SessionStore(tmp / f"raw-{rep}-{guarded}.db") as baseline:  # the same schema and pragmas
+                baseline.create(session_id=SessionId(f"raw-{rep}"))
+                conn = baseline.connect()
+                if not guarded:
+                    for trigger in GUARDS:
+                        conn.execute(f"DROP TRIGGER {trigger}")
+                raw[guarded].append(_raw_insert(conn, rows))
+                conn.close()
     n = len(events)
-    ours_rate, raw_rate = n / statistics.median(ours), n / statistics.median(raw)
-    ratio = ours_rate / raw_rate
-    print(
-        f"append {n:,} chunk events: group commit {ours_rate:,.0f}/s, raw sqlite3 txn/1000 rows {raw_rate:,.0f}/s "
-        f"-> ratio {ratio:.2f} (target >= 0.50)"
-    )
-    return ratio
+    ours_rate = n / statistics.median(ours)
+    ratios = []
+    for guarded, label in ((True, "with the same triggers"), (False, "into the bare tables")):
+        raw_rate = n / statistics.median(raw[guarded])
+        ratios.append(ours_rate / raw_rate)
+        print(
+            f"append {n:,} chunk events: group commit {ours_rate:,.0f}/s, raw sqlite3 txn/1000 rows {label} "
+            f"{raw_rate:,.0f}/s -> ratio {ratios[-1]:.2f} (target >= 0.50)"
+        )
+    return min(ratios)
 
 
 def bench_guard(tmp: Path) -> float:
-    """What the schema's next-seq trigger costs a writer: raw inserts (one transaction per 1,000 rows) into the store's
-    schema against the same schema with that trigger dropped."""
+    """What the schema's guards (the next-seq and row-shape triggers) cost a writer: raw inserts (one transaction per
+    1,000 rows) into the store's schema against the same schema with those triggers dropped."""
     rows = [
         event_row("g", StoredEvent.from_event(e, seq=i, time=i))
         for i, e in enumerate(_turn(1, APPEND_EVENTS - 6))
@@ -191,12 +199,13 @@ def bench_guard(tmp: Path) -> float:
                 store.create(session_id=SessionId("g"))
                 conn = store.connect()
                 if not guarded:
-                    conn.execute("DROP TRIGGER events_next_seq")
+                    for trigger in GUARDS:
+                        conn.execute(f"DROP TRIGGER {trigger}")
                 timings[guarded].append(_raw_insert(conn, rows))
                 conn.close()
     ratio = statistics.median(timings[False]) / statistics.median(timings[True])
     print(
-        f"next-seq trigger: raw insert {len(rows) / statistics.median(timings[True]):,.0f}/s with it, "
+        f"next-seq and row-shape triggers: raw insert {len(rows) / statistics.median(timings[True]):,.0f}/s with it, "
         f"{len(rows) / statistics.median(timings[False]):,.0f}/s without -> ratio {ratio:.2f} (informational)"
     )
     return ratio

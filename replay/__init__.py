@@ -35,6 +35,9 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from ._recording import load_recording as load_recording
     from ._recording import stored_recording as stored_recording
     from ._replayed import ToolCallRecord as ToolCallRecord
+    from ._report import RerunReport as RerunReport
+    from ._report import rerun_stored as rerun_stored
+    from ._report import write_scenario as write_scenario
     from ._rerun import Rerun as Rerun
     from ._rerun import golden_jsonl as golden_jsonl
     from ._rerun import record as record
@@ -74,6 +77,9 @@ __all__ = [
     "golden_jsonl",
     "record",
     "rerun",
+    "rerun_stored",
+    "write_scenario",
+    "RerunReport",
     "Scenario",
     "ScenarioDoc",
     "discover",
@@ -154,6 +160,9 @@ _LAZY = {
     "load_recording": "._recording",
     "stored_recording": "._recording",
     "ToolCallRecord": "._replayed",
+    "RerunReport": "._report",
+    "rerun_stored": "._report",
+    "write_scenario": "._report",
     "Rerun": "._rerun",
     "golden_jsonl": "._rerun",
     "record": "._rerun",

@@ -1,5 +1,6 @@
 """`ReplayAdapter`: the replay transport. It implements dsh.runtime.llm's `LlmAdapter` and serves each live call the
-chunks recorded for it, by session and call key, never reading the request's messages, system prompt or tools.
+chunks recorded for it, by session and call key, never reading the request's system prompt or tools, and its messages
+only to fill a `{{fromRequest:<regex>}}` placeholder the entry holds (`_placeholders`).
 
 Binding live sessions to recorded logs: the first live session to call (one with no live parent) binds to the
 primary log. A live child session (its `parent_id` is a bound live session) binds to a recorded child of its
@@ -32,7 +33,7 @@ from dsh.runtime.llm import CallKey, LlmCallError, LlmFailure, LlmRequest, Strea
 from dsh.runtime.session import SessionInfo, SessionStoreProtocol
 
 from ._errors import RecordingEnded, ReplayMismatch, format_call
-from ._placeholders import with_cwd
+from ._placeholders import PlaceholderError, from_request, with_cwd
 from ._recording import Recording
 from ._script import Hang, Script, ScriptEntry, Throw
 
@@ -258,6 +259,20 @@ class ReplayAdapter:
         """The recorded chunks of `request.call` in `request.session_id`'s log; then the override's ending, if any."""
         log, entry = self._claim(request)
         chunks = entry.chunks if log.cwd is None else with_cwd(entry.chunks, log.cwd)
+        try:
+            chunks = from_request(chunks, request.messages)
+        except PlaceholderError as error:
+            asked = f"call {format_call(request.call)} of live session {request.session_id!r}"
+            raise self._mismatch(
+                ReplayMismatch(
+                    f"replay mismatch: {asked}: {entry.describe()}: {error.reason}",
+                    session_id=request.session_id,
+                    log=log.name,
+                    call=request.call,
+                    recorded=entry.describe(),
+                    asked=asked,
+                )
+            ) from None
         for chunk in chunks:
             if self._pace:
                 await anyio.sleep(self._pace)

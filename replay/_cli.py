@@ -29,12 +29,12 @@ from dsh.runtime.llm import (
     ToolCallBlock,
     ToolCallDelta,
 )
-from dsh.runtime.session import export_jsonl
 
 from ._batch import Report, holds_many, replay_all, summary_table, tally
 from ._errors import RecordingFailed, ScriptError
 from ._goldens import compare_goldens
 from ._recording import ROOT_LOG, Recording, child_logs, load_recording, stored_recording
+from ._report import write_scenario
 from ._rerun import Rerun, record, rerun
 from ._scenario import SCENARIO_FILE, discover, load_scenario
 from ._script import Hang, ScriptEntry, Throw
@@ -320,13 +320,7 @@ def _goldens(directory: Path | None, result: Rerun) -> list[str] | None:
 def _exported_scenario(store: str, session_id: str, directory: Path) -> Path:
     """A stored session (and the children it spawned or forked) written out as a scenario directory."""
     with open_store(store, looking_for=session_id) as opened:
-        root = opened.info(resolve_session(opened, session_id))
-        logs = [root, *opened.children(root.id)]
-        for number, info in enumerate(logs):
-            name = ROOT_LOG if number == 0 else f"session.{number}.jsonl"
-            with (directory / name).open("wb") as handle:
-                export_jsonl(opened, info.id, handle)
-    return directory
+        return write_scenario(opened, resolve_session(opened, session_id), directory)
 
 
 def _run_many(root: Path, *, pace: float, show: bool) -> None:

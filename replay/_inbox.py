@@ -13,7 +13,7 @@ import msgspec
 
 from dsh.runtime.agent import AGENTS, Agent, InputSource, QueueTarget, Splice
 from dsh.runtime.jobs import JOBS
-from dsh.runtime.llm import OtherSource, PluginSource, ToolSource, UserMessage, UserSource
+from dsh.runtime.llm import InstructionsSource, OtherSource, PluginSource, ToolSource, UserMessage, UserSource
 from dsh.runtime.session import (
     Event,
     InboxSpliced,
@@ -47,7 +47,7 @@ _SETTLE_S = 5.0
 """The most a held agent waits for the other tasks to block (a sender already started gets to queue its input)."""
 
 
-def source_kind(source: UserSource | PluginSource | ToolSource | OtherSource) -> str:
+def source_kind(source: UserSource | PluginSource | ToolSource | InstructionsSource | OtherSource) -> str:
     """A source's kind as the log writes it (`user`, `plugin`, `tool`, or a plugin's own such as
     `subagent-report`)."""
     if isinstance(source, OtherSource):
@@ -56,6 +56,8 @@ def source_kind(source: UserSource | PluginSource | ToolSource | OtherSource) ->
         return "user"
     if isinstance(source, PluginSource):
         return "plugin"
+    if isinstance(source, InstructionsSource):
+        return "agent-instructions"
     assert isinstance(source, ToolSource)
     return "tool"
 
@@ -281,6 +283,7 @@ class RecordedInbox:
         *,
         sender: str | None,
         key: str | None = None,
+        inline: bool = False,
     ) -> None:
         session = self._session(agent)
         if session is None:
@@ -324,16 +327,34 @@ class RecordedInbox:
             return
         slot.taken = True
         slot.splice = splice
+        if sender is not None and sender == agent.id:
+            # an agent's input to itself (workspace instructions queued as its step ends) comes from its own loop,
+            # which cannot also wait at a boundary for it: it enters now, where the recording must have it
+            if slot.delivery.position != session.positions.current:
+                self._problems.append(
+                    ReplayMismatch(
+                        f"replay mismatch: {session.name} records its {kind} input at {slot.delivery.position}, "
+                        f"and the re-run queued it at {session.positions.current}",
+                        session_id=agent.id,
+                        log=session.name,
+                        call=None,
+                        recorded=f"{slot.delivery.target} {kind} at {slot.delivery.position}",
+                        asked=f"{target} {kind} at {session.positions.current}",
+                    )
+                )
+            await slot.enter(session)
+            return
         session.notify()  # an agent held at a boundary may be waiting for this input
         index = session.slots.index(slot)
         while not slot.spliced:
             if (
-                _idle(session.positions.current)
+                (inline or _idle(session.positions.current))
                 and session.positions.current == slot.delivery.position
                 and all(s.spliced for s in session.slots[:index])
             ):
                 # the agent is between turns: nothing of its own is logged until its next turn starts (which
-                # waits for this input), so the input enters now, in recorded order
+                # waits for this input), so the input enters now, in recorded order; or its own turn queued it
+                # (inline: a hook's context) where the recording has it, and waiting would wait on itself
                 await slot.enter(session)
                 continue
             # waits without a bound, for a reason: the input enters when its receiver reaches the recorded position,

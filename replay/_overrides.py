@@ -10,7 +10,7 @@
 ```
 
 Every override names its target by `turn`, `step`, `attempt` (default 1) and `kind` (`model`, the default, or
-`compaction`). The schema is strict (unknown keys, a bad chunk, a non-positive key are refused at load, naming the
+`compaction`; a recorded title call is served as recorded). The schema is strict (unknown keys, a bad chunk, a non-positive key are refused at load, naming the
 override's index) and so is applying it (a patch of an entry that was not recorded, an index past the end).
 """
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import get_args
+from typing import Literal, get_args
 
 import msgspec
 
@@ -48,7 +48,7 @@ class _Target(
     turn: int
     step: int
     attempt: int = 1
-    kind: EntryKind = "model"
+    kind: Literal["model", "compaction"] = "model"  # a title call is served as recorded, never overridden
 
     @property
     def call(self) -> CallKey:
@@ -96,7 +96,7 @@ class OverrideFile(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 _FILE = msgspec.json.Decoder(OverrideFile)
-_KIND_ORDER = {"compaction": 0, "model": 1}
+_KIND_ORDER = {"compaction": 0, "model": 1, "title": 2}
 
 
 def _order(call: CallKey, kind: EntryKind) -> tuple[int, int, int, int]:
@@ -120,10 +120,12 @@ def _check_stream(chunks: tuple[StreamChunk, ...], *, complete: bool) -> str | N
 
 @dataclass(frozen=True, slots=True)
 class Overrides:
-    """Overrides read from `file` (for messages), in file order."""
+    """Overrides read from `file` (for messages), in file order. `keep_calls`, when set, drops the recorded model
+    calls past that many before the overrides apply (the original's whole-script replacement, `_positional`)."""
 
     file: str
     items: tuple[Override, ...]
+    keep_calls: int | None = None
 
     def __post_init__(self) -> None:
         targets: dict[tuple[int, int, int, str], list[int]] = {}
@@ -167,6 +169,10 @@ class Overrides:
     def apply(self, entries: tuple[ScriptEntry, ...], log: LogInfo) -> tuple[ScriptEntry, ...]:
         """The entries with every override applied (each entry an override adds goes to its key's place)."""
         result = list(entries)
+        if self.keep_calls is not None:
+            models = [entry for entry in result if entry.kind == "model"]
+            dropped = {id(entry) for entry in models[self.keep_calls :]}
+            result = [entry for entry in result if id(entry) not in dropped]
         patched: set[int] = set()
         for index, item in enumerate(self.items):
             call = item.call

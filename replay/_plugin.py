@@ -12,6 +12,7 @@ from dsh.runtime.llm import LLM
 from dsh.runtime.session import STORE
 
 from ._adapter import ReplayAdapter
+from ._hitl import HookMode, serve_recorded_approvals, serve_recorded_hooks
 from ._inbox import RecordedInbox
 from ._recording import load_recording
 from ._tools import ToolMode, serve_recorded_tools
@@ -28,7 +29,9 @@ class ReplayConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_o
     `request/header` events name, or `replay` when they name none. `routes`: more provider ids to serve it under as
     well (a deployment's own routes, whatever they are called). `pace_ms`: a delay before each chunk.
     `tools`: per tool name, `live` (run it) or `recorded` (serve the recording's result); a tool not named is
-    recorded when its definition is not hermetic (see replay/_tools.py).
+    recorded when its definition is not hermetic (see replay/_tools.py). `hooks`: `live` (the project's hooks run,
+    the default) or `recorded` (each hook run is served its recorded outcome; see replay/_hitl.py). Approvals are
+    always decided by the recording.
     `workspace`: a directory copied into the primary live session's cwd when that cwd is empty (or missing), before
     its first model call, so the recording's tools find the files they found (`--replay SCENARIO` sets it to the
     scenario's `workspace/`); a cwd holding anything is left as it is."""
@@ -41,6 +44,7 @@ class ReplayConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_o
     pace_ms: float = 0.0
     tools: dict[str, ToolMode] = msgspec.field(default_factory=dict)
     workspace: str | None = None
+    hooks: HookMode = "live"
 
     def __post_init__(self) -> None:
         if not self.log:
@@ -68,6 +72,9 @@ def _apply(ctx: Context, config: ReplayConfig) -> None:
         llm.register(provider, adapter)
     ctx.provide(REPLAY, adapter)
     serve_recorded_tools(ctx, adapter, config.tools)
+    serve_recorded_approvals(ctx, adapter)
+    if config.hooks == "recorded":
+        serve_recorded_hooks(ctx, adapter)
     logs = [(script.log.name, script.log.id, script.deliveries) for script in recording.scripts]
     ctx.provide(INBOX_GATE, RecordedInbox(logs, adapter.bound_log))
 

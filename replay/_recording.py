@@ -1,5 +1,6 @@
 """A recording: the scripts of one recorded run, the primary (root) log and its child logs, with the primary's
-overrides applied. Loaded from a scenario directory, from JSONL files, or from a session store."""
+overrides applied (dsh's keyed `override.json`, or the original's positional `replay.override.json`). Loaded from a
+scenario directory, from JSONL files, or from a session store."""
 
 from __future__ import annotations
 
@@ -8,14 +9,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import msgspec
+
 from dsh.runtime.session import SessionStoreProtocol
 
-from ._errors import OverrideError, ScriptError
-from ._overrides import Overrides, load_overrides
-from ._script import Script, derive_script
+from ._errors import ScriptError
+from ._overrides import Overrides, parse_overrides
+from ._positional import positional_overrides
+from ._script import Script, derive_entries, derive_script
 from ._source import RecordedLog, read_log, stored_log
 
-__all__ = ["Recording", "load_recording", "stored_recording"]
+__all__ = ["Recording", "load_recording", "read_overrides", "stored_recording"]
 
 ROOT_LOG = "session.jsonl"
 OVERRIDE_FILE = "override.json"
@@ -91,13 +95,26 @@ def load_recording(
         if override is None and (directory / OVERRIDE_FILE).is_file():
             override = directory / OVERRIDE_FILE
         elif override is None and (directory / ORIGINAL_OVERRIDE_FILE).is_file():
-            raise OverrideError(
-                f"this directory holds the original's positional {ORIGINAL_OVERRIDE_FILE}, which dsh does not read; "
-                f"write its overrides by key in {OVERRIDE_FILE} (see replay/README.md), or pass another override file",
-                file=str(directory / ORIGINAL_OVERRIDE_FILE),
-            )
-    overrides = None if override is None else load_overrides(override)
-    return _recording(read_log(path), [read_log(child) for child in child_paths], overrides)
+            override = (
+                directory / ORIGINAL_OVERRIDE_FILE
+            )  # dsh's keyed override.json wins when both are there
+    root = read_log(path)
+    overrides = None if override is None else read_overrides(override, root)
+    return _recording(root, [read_log(child) for child in child_paths], overrides)
+
+
+def read_overrides(path: str | Path, log: RecordedLog) -> Overrides:
+    """The override file at `path` for `log`: dsh's keyed `{"overrides": [...]}`, or the original's positional
+    `replay.override.json` (a list of entries, or `{"patches": [...]}`), placed by the calls `log` recorded."""
+    path = Path(path)
+    data = path.read_bytes()
+    try:
+        top = msgspec.json.decode(data)
+    except msgspec.DecodeError:
+        top = None  # parse_overrides says what is wrong with it
+    if isinstance(top, list) or (isinstance(top, dict) and "patches" in top):
+        return positional_overrides(data, file=str(path), derived=derive_entries(log)[0])
+    return parse_overrides(data, file=str(path))
 
 
 def stored_recording(
@@ -112,5 +129,6 @@ def stored_recording(
         below |= joined
         grew = bool(joined)
     children = [stored_log(store, info.id) for info in sessions if info.id in below and info.id != session_id]
-    overrides = None if override is None else load_overrides(override)
-    return _recording(stored_log(store, session_id), children, overrides)
+    root = stored_log(store, session_id)
+    overrides = None if override is None else read_overrides(override, root)
+    return _recording(root, children, overrides)

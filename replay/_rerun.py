@@ -11,6 +11,7 @@ import io
 import os
 import re
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import AsyncExitStack, ExitStack, contextmanager
@@ -21,6 +22,7 @@ import anyio
 import msgspec
 from rich.console import Console
 
+from dsh.plugins.interaction import INTERACTION
 from dsh.runtime.agent import AGENTS, EVENT, INBOX_GATE, Agent, AgentEvent, AgentOptions
 from dsh.runtime.host import TerminalView, hosted
 from dsh.runtime.kernel import Context, Deployment
@@ -40,8 +42,10 @@ from dsh.runtime.session import (
 
 from ._authored import SCRIPTED, load_replies
 from ._errors import RecordingFailed, ReplayMismatch, ScriptError
+from ._hitl import RecordedCommand, recorded_commands
 from ._inbox import RecordedInbox
 from ._inputs import Action, Leave, Resume, Run, Steer, Woken, plan_of_doc, plan_of_log, plan_of_turns
+from ._instructions import instruction_divergence, instruction_messages
 from ._placeholders import CWD_PLACEHOLDER
 from ._plugin import REPLAY
 from ._recording import Recording, child_logs, load_recording
@@ -191,7 +195,8 @@ async def _drive(
     view = TerminalView(view_console)
     ctx.on(EVENT, view.on_event)
     if echo is not None:
-        ctx.on(EVENT, TerminalView(echo).on_event)
+        err = Console(stderr=True, soft_wrap=True) if echo.file is sys.stdout else echo
+        ctx.on(EVENT, TerminalView(echo, err=err).on_event)
     try:
         recorded = _recorded(scenario.log) if recording is not None else None
         provider = recorded.provider if recorded is not None else None
@@ -210,7 +215,8 @@ async def _drive(
             plan = plan_of_log(log, resumes) or plan_of_turns(log, resumes)
         if plan is None:
             plan = plan_of_doc(scenario, resumes)
-        await _run_plan(ctx, plan, options, scenario, workspace, recording)
+        commands = recorded_commands(read_log(scenario.log)) if recording is not None else []
+        await _run_plan(ctx, plan, options, scenario, workspace, recording, commands)
         bindings: dict[str | None, str] = {}
         if ctx.has(REPLAY):
             adapter = ctx.get(REPLAY)
@@ -238,9 +244,11 @@ async def _run_plan(
     scenario: Scenario,
     workspace: Path,
     recording: Recording | None,
+    commands: Sequence[RecordedCommand] = (),
 ) -> None:
     """Feed the primary agent its plan (see `dsh.replay._inputs`): turns run or awaited, steering queued (a scenario's
-    at its step; a recording's through the inbox gate, which admits it where it was logged), resumes."""
+    at its step; a recording's through the inbox gate, which admits it where it was logged), resumes, and the slash
+    commands the recording ran between turns, each before the turn it preceded."""
     agents = ctx.get(AGENTS)
     problems: list[ReplayMismatch] = []
     timed: dict[tuple[int, int], list[tuple[UserBlock, ...]]] = {}
@@ -281,7 +289,15 @@ async def _run_plan(
             return agent, group
 
         agent, steering = await open_agent(None)
+
+        async def run_commands(before: int | None) -> None:
+            for command in commands:
+                if command.before == before:
+                    await _run_command(ctx, agent, command, scenario)
+
         for action in plan:
+            if isinstance(action, Run | Woken):
+                await run_commands(action.turn)
             if isinstance(action, Resume):
                 steering.cancel_scope.cancel()
                 session = agent.id
@@ -305,9 +321,21 @@ async def _run_plan(
                     )
             else:
                 await _run_turn(agent, action, workspace, recording)
+        await run_commands(None)
         steering.cancel_scope.cancel()
     if problems:
         raise problems[0]
+
+
+async def _run_command(ctx: Context, agent: Agent, command: RecordedCommand, scenario: Scenario) -> None:
+    """Run a recorded slash command again through the interaction service (the deployment must load it)."""
+    if not ctx.has(INTERACTION):
+        raise ScriptError(
+            f"the recording runs /{command.name}, a command of the interaction plugin, which the deployment does not "
+            "load; add `use: interaction` to it",
+            place=str(scenario.log),
+        )
+    await ctx.get(INTERACTION).command(agent, command.name, command.args)
 
 
 async def _run_turn(agent: Agent, action: Run, workspace: Path, recording: Recording | None) -> None:
@@ -379,6 +407,7 @@ async def rerun(
             problem = None
         cwd = str(live)
         replayed = [skeleton(store.events(info.id), seed=info.seed_length or 0, cwd=cwd) for info in sessions]
+        told = [instruction_messages(store.events(info.id), seed=info.seed_length or 0) for info in sessions]
         logs = _logs(store, sessions, cwd)
         view = view.replace(cwd, CWD_PLACEHOLDER)
     recorded = [
@@ -390,6 +419,17 @@ async def rerun(
             found = first_divergence(
                 recorded[index] if index < len(recorded) else [],
                 replayed[index] if index < len(replayed) else [],
+            )
+            if found is not None:
+                which = "the primary session" if index == 0 else f"child session {index}"
+                divergence = f"{which}: {found}"
+                break
+    if divergence is None:
+        for index, log in enumerate(recorded_logs[: len(told)]):
+            found = instruction_divergence(
+                instruction_messages((event for event, _ in log.events()), seed=log.info.seed_length),
+                told[index],
+                cwd=cwd,
             )
             if found is not None:
                 which = "the primary session" if index == 0 else f"child session {index}"

@@ -15,6 +15,7 @@ from dsh.runtime.kernel import Deployment, PluginEntry, decode_plugin_config, lo
 
 from ._authored import ScriptedConfig, scripted_plugin
 from ._errors import ScriptError
+from ._hitl import HookMode
 from ._layout import SCENARIO_FILE
 from ._plugin import DEFAULT_PROVIDER, ReplayConfig
 from ._plugin import plugin as replay_plugin
@@ -42,6 +43,24 @@ LIVE_TRANSPORT = "llm_openai"
 """The live transport a replay stands in for, by its declared plugin name (whatever `use:` spelled it)."""
 RETRY = "retry"
 """The retry plugin whose waits a replay zeroes, by its declared name."""
+TITLES = "titles"
+"""The title plugin, by its declared name: a replay loads it only when the recording holds a title call (a title
+call the recording never made would have no answer to be served)."""
+
+
+def _asks_titles(log: Path) -> bool:
+    """Whether the recording (the root log of a scenario directory, or a log file) logged a title call."""
+    for event, _ in read_log(log / ROOT_LOG if log.is_dir() else log).events():
+        if event.type == "session/title-llm-request":
+            return True
+    return False
+
+
+def _replayable(entries: tuple[PluginEntry, ...], log: Path) -> tuple[PluginEntry, ...]:
+    """`entries` without the title plugin when the recording made no title call."""
+    if not any(entry.plugin.name == TITLES for entry in entries) or _asks_titles(log):
+        return entries
+    return tuple(entry for entry in entries if entry.plugin.name != TITLES)
 
 
 class SteerDoc(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
@@ -65,7 +84,8 @@ class ScenarioDoc(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     agent is closed and left unclaimed (a crash), which the resumed agent's inbox starts turn N with; `inputs` then
     has no entry for turn N. `woken_turns`: turns no user input opens, which the agent's inbox starts (a background
     child's settlement notice); `inputs` has no entry for them either. A re-run of a recording that logged its
-    inbox feeds the input as the log has it."""
+    inbox feeds the input as the log has it. `hooks`: `live` (the workspace's hooks run, the default) or `recorded`
+    (each hook run is served the recorded outcome); approvals are always decided by the recording."""
 
     description: str = ""
     deployment: str | None = None
@@ -78,6 +98,7 @@ class ScenarioDoc(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     steer: list[SteerDoc] = msgspec.field(default_factory=list)
     left_queued: dict[int, str] = msgspec.field(default_factory=dict)
     woken_turns: list[int] = msgspec.field(default_factory=list)
+    hooks: HookMode = "live"
 
 
 @dataclass(frozen=True)
@@ -220,7 +241,9 @@ def with_replay(deployment: Deployment | None, log: Path, provider: str | None =
     )
     replay = PluginEntry("replay", "replay", replay_plugin, config, None)
     swapped = _swap_transport(log, deployment, replay)
-    return Deployment(swapped.path, swapped.plugins, deployment.model or model, agent_provider)
+    return Deployment(
+        swapped.path, _replayable(swapped.plugins, log), deployment.model or model, agent_provider
+    )
 
 
 def replay_deployment(scenario: Scenario, *, pace_ms: float = 0.0) -> Deployment:
@@ -232,7 +255,7 @@ def replay_deployment(scenario: Scenario, *, pace_ms: float = 0.0) -> Deployment
         "replay",
         "replay",
         replay_plugin,
-        ReplayConfig(log=str(source), pace_ms=pace_ms, tools=scenario.doc.tools),
+        ReplayConfig(log=str(source), pace_ms=pace_ms, tools=scenario.doc.tools, hooks=scenario.doc.hooks),
         None,
     )
     entries: list[PluginEntry] = []
@@ -249,4 +272,6 @@ def replay_deployment(scenario: Scenario, *, pace_ms: float = 0.0) -> Deployment
             "to stand in for",
             place=str(source),
         )
-    return Deployment(deployment.path, tuple(entries), deployment.model, deployment.provider)
+    return Deployment(
+        deployment.path, _replayable(tuple(entries), Path(source)), deployment.model, deployment.provider
+    )

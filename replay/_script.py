@@ -13,6 +13,10 @@ Derivation (spec/session-and-replay.md §3.2, keyed as ARCHITECTURE.md's Replay 
   `CallKey(turn, step, n, purpose="compaction")`, `step` the step the compaction serves (the open step, or between
   steps the next one), `n` counting compaction calls within that (turn, step) from 1. The loop's calls keep
   `purpose="step"`, so a compaction never shifts their attempts.
+* A title call (`session/title-llm-request`, answered by the next `session/title`) becomes a synthetic entry of
+  kind `title`: the recorded title as one text block, its `usage` when recorded, then `finish{stop}` (a request
+  with no title after it: a single `finish{error}`, as the call gave none). Its key is dsh.plugins.titles':
+  `CallKey(turn, 0, n, purpose="title")`, `turn` the turn that had just ended, `n` counting title calls after it.
 * A child log is sliced at its `seedLength`: only events at seq >= seedLength feed its script.
 
 `recorded_turns` lists each turn's recorded user inputs, what a driver re-running the log sends.
@@ -39,6 +43,7 @@ from dsh.runtime.llm import (
     ReasoningBlock,
     StreamChunk,
     TextBlock,
+    TextDelta,
     TokenUsage,
     UsageChunk,
     UserMessage,
@@ -55,6 +60,9 @@ from dsh.runtime.session import (
     OpaqueEvent,
     RequestContext,
     RequestHeader,
+    SessionTitle,
+    SessionTitleData,
+    SessionTitleLlmRequest,
     StepEnd,
     StepStart,
     StoredEvent,
@@ -84,7 +92,7 @@ __all__ = [
     "recorded_turns",
 ]
 
-EntryKind = Literal["model", "compaction"]
+EntryKind = Literal["model", "compaction", "title"]
 FinishKind = Literal["stop", "tool-calls", "max-tokens", "error", "aborted"]
 
 
@@ -172,6 +180,8 @@ class RecordedTurn:
 
 COMPACTION = "compaction"
 """The `CallKey.purpose` of dsh.plugins.compaction's summariser calls."""
+TITLE = "title"
+"""The `CallKey.purpose` of dsh.plugins.titles' calls."""
 
 
 def _view(log: RecordedLog, event: StoredEvent, line: int | None) -> CoreEvent | OpaqueEvent:
@@ -225,6 +235,10 @@ class _Deriver:
         self.last_step = 0
         self.positions = Positions()
         self.deliveries: list[Delivery] = []
+        self.titles: dict[int, int] = {}
+        self.title_asked: tuple[int, str] | None = (
+            None  # the turn and place of a title request not yet answered
+        )
 
     def close(self) -> None:
         if self.group is None:
@@ -275,8 +289,48 @@ class _Deriver:
             chunks = compaction_chunks(summary.raw_output, summary.usage)
         self.entries.append(ScriptEntry(call, "compaction", chunks, place))
 
+    def title_request(self, place: str) -> None:
+        """A `session/title-llm-request`: a title call after the turn that last ended (or the open one)."""
+        self.close()
+        self.unanswered_title()
+        self.title_asked = (self.open_turn if self.open_turn is not None else self.last_turn, place)
+
+    def title(self, data: SessionTitleData) -> None:
+        """A `session/title`: the answer of the pending title call, if one is pending (else a title set by hand)."""
+        if self.title_asked is None:
+            return
+        turn, place = self.title_asked
+        self.title_asked = None
+        block = TextBlock(data.title)
+        chunks: list[StreamChunk] = [
+            BlockStart(index=0, block_type="text"),
+            TextDelta(index=0, text=data.title),
+            BlockEnd(index=0, block=block),
+        ]
+        if data.usage is not None:
+            chunks.append(UsageChunk(usage=data.usage))
+        chunks.append(Finish(reason=FinishStop()))
+        self.entries.append(ScriptEntry(self._title_key(turn), "title", tuple(chunks), place))
+
+    def unanswered_title(self) -> None:
+        """A title request with no title after it: the call gave none (a failure, or nothing usable)."""
+        if self.title_asked is None:
+            return
+        turn, place = self.title_asked
+        self.title_asked = None
+        failure = LlmFailure(message="the recorded title call gave no title", code="TITLE_NOT_RECORDED")
+        self.entries.append(
+            ScriptEntry(self._title_key(turn), "title", (Finish(reason=FinishError(failure)),), place)
+        )
+
+    def _title_key(self, turn: int) -> CallKey:
+        number = self.titles.get(turn, 0) + 1
+        self.titles[turn] = number
+        return CallKey(turn=turn, step=0, attempt=number, purpose=TITLE)
+
     def bound(self, view: TurnStart | TurnEnd | StepStart | StepEnd) -> None:
         if isinstance(view, TurnStart):
+            self.unanswered_title()
             self.open_turn = view.data.turn
             self.last_turn = max(self.last_turn, self.open_turn)
             self.open_step, self.last_step = None, 0
@@ -301,6 +355,8 @@ _READ = frozenset(
         "agent/inbox/spliced",
         "compaction/summary",
         "compaction/end",
+        "session/title-llm-request",
+        "session/title",
     }
 )
 """The types the walk reads; every other event is skipped without being decoded."""
@@ -337,7 +393,12 @@ def _derive(log: RecordedLog) -> _Deriver:
             walk.windows[(context.provider, context.model)] = context.context_window
         elif isinstance(view, CompactionSummary | CompactionEnd) and event.seq >= seed:
             walk.summary(view.data, log.place(event, line), event.seq)
+        elif isinstance(view, SessionTitleLlmRequest) and event.seq >= seed:
+            walk.title_request(log.place(event, line))
+        elif isinstance(view, SessionTitle) and event.seq >= seed:
+            walk.title(view.data)
     walk.close()
+    walk.unanswered_title()
     return walk
 
 

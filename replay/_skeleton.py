@@ -1,5 +1,6 @@
 """The skeleton of a session: what a re-run must reproduce of a recording (turn and step boundaries, each tool
-call's name and arguments, how each turn ended), and the readable diff of two skeletons at their first divergence.
+call's name and arguments, how each turn ended; each approval asked, naming its call, and how it was decided; each
+hook run's point and decision; each slash command run), and the readable diff of two skeletons at their first divergence.
 Prompt text, chunk timing, ids, times and tool output are left out: they may differ without the behaviour
 differing."""
 
@@ -8,7 +9,17 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 
-from dsh.runtime.session import StepStart, StoredEvent, ToolCall, TurnEnd, TurnStart
+from dsh.runtime.session import (
+    ApprovalAsked,
+    ApprovalDecided,
+    CommandRun,
+    HookResult,
+    StepStart,
+    StoredEvent,
+    ToolCall,
+    TurnEnd,
+    TurnStart,
+)
 
 from ._placeholders import CWD_PLACEHOLDER
 
@@ -23,7 +34,18 @@ def _arguments(raw: str, cwd: str | None) -> str:
         return text  # not JSON: compared as written (the tool itself reports the bad arguments)
 
 
-_SKELETON = frozenset({"turn/start", "step/start", "tool/call", "turn/end"})
+_SKELETON = frozenset(
+    {
+        "turn/start",
+        "step/start",
+        "tool/call",
+        "turn/end",
+        "approval/asked",
+        "approval/decided",
+        "hook/result",
+        "command/run",
+    }
+)
 
 
 def skeleton(events: Iterable[StoredEvent], *, seed: int = 0, cwd: str | None = None) -> list[str]:
@@ -44,6 +66,14 @@ def skeleton(events: Iterable[StoredEvent], *, seed: int = 0, cwd: str | None = 
             lines.append(f"    call {view.data.name} {_arguments(view.data.arguments, cwd)}")
         elif isinstance(view, TurnEnd):
             lines.append(f"turn {view.data.turn} ended {view.data.reason.kind}")
+        elif isinstance(view, ApprovalAsked):
+            lines.append(f"      approval asked for {view.data.tool_name} call {view.data.call_id}")
+        elif isinstance(view, ApprovalDecided):
+            lines.append(f"      approval decided {view.data.outcome}")
+        elif isinstance(view, HookResult):
+            lines.append(f"      hook {view.data.point} decided {view.data.decision}")
+        elif isinstance(view, CommandRun):
+            lines.append(f"command /{view.data.name}{view.data.args}")
     return lines
 
 

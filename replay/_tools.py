@@ -13,17 +13,25 @@ decides what each read returned, never the scheduler, so every re-run logs the s
 each read until the live job reaches the state the recording saw, cannot pin a stream read (a command's output
 arrives in chunks of whatever size the pipe delivers) and would make a read of a job that ran further than recorded
 unanswerable. The loop has no replay branch: the replay plugin listens to the tool registry's `tools/executor`
-waterfall and hands back the recorded executor."""
+waterfall and hands back the recorded executor.
+
+MCP servers (dsh.plugins.mcp) are recorded the same way: their tools are not hermetic, and a server none of whose
+tools the scenario names `live` is not started at all: the plugin's `mcp/connect` waterfall is answered with a
+server that offers the tools the recording called, so a scenario replays with no server installed and no key set."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal, NoReturn
 
+import anyio
+
+from dsh.plugins.mcp import CONNECT, Connector, LinkError, ListedTool, ServerRef, tool_prefix
 from dsh.runtime.kernel import Context
-from dsh.runtime.llm import TextBlock, ToolResultBlock
+from dsh.runtime.llm import ImageBlock, TextBlock, ToolResultBlock
 from dsh.runtime.session import ToolCall as ToolCallEvent
 from dsh.runtime.session import ToolCallData, ToolResultData
 from dsh.runtime.session import ToolResult as ToolResultEvent
@@ -31,11 +39,12 @@ from dsh.runtime.tools import EXECUTOR, Tool, ToolCall, ToolContext, ToolResult
 from dsh.runtime.tools.definition import Execute
 
 from ._adapter import ReplayAdapter
+from ._edits import Edit, apply_edits, recorded_edits
 from ._errors import ReplayMismatch
 from ._placeholders import CWD_PLACEHOLDER
 from ._source import RecordedLog
 
-__all__ = ["ToolMode", "RecordedTools", "serve_recorded_tools"]
+__all__ = ["ToolMode", "RecordedTools", "recorded_servers", "serve_recorded_tools"]
 
 ToolMode = Literal["live", "recorded"]
 
@@ -46,6 +55,7 @@ class _Tape:
 
     calls: dict[tuple[int, int], list[ToolCallData]] = field(default_factory=dict)
     results: dict[tuple[int, int, str], ToolResultData] = field(default_factory=dict)
+    edits: dict[tuple[int, int, str], list[Edit]] = field(default_factory=dict)
 
 
 def _tape(log: RecordedLog) -> _Tape:
@@ -62,6 +72,7 @@ def _tape(log: RecordedLog) -> _Tape:
             for block in result.message.content:
                 if isinstance(block, ToolResultBlock):
                     tape.results[(result.turn, result.step, block.tool_call_id)] = result
+    tape.edits = recorded_edits(log)
     return tape
 
 
@@ -95,22 +106,57 @@ class RecordedTools:
     async def executor(
         self, execute: Execute, tool: Tool, call: ToolCall, context: ToolContext, next_: Any
     ) -> Any:
-        """The `tools/executor` listener: the tool's own executor for a live tool, the recording's for the rest."""
+        """The `tools/executor` listener: the tool's own executor for a live tool, the recording's for the rest;
+        either way followed by the context edits the recording logged while that call ran (replay/_edits.py)."""
+        chosen: Execute
         if self.mode(tool) == "live":
             live = await next_(execute)
             if not tool.timing_dependent or tool.name in self._modes:
-                return live
+                chosen = live
+            else:
 
-            async def witnessed(arguments: dict[str, Any], context: ToolContext) -> ToolResult:
-                await live(arguments, context)  # what it does happens; what it says comes from the recording
+                async def witnessed(arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+                    await live(
+                        arguments, context
+                    )  # what it does happens; what it says comes from the recording
+                    return self.serve(tool, call, context)
+
+                chosen = witnessed
+        else:
+
+            async def recorded(arguments: dict[str, Any], context: ToolContext) -> ToolResult:
                 return self.serve(tool, call, context)
 
-            return witnessed
+            chosen = recorded
 
-        async def recorded(arguments: dict[str, Any], context: ToolContext) -> ToolResult:
-            return self.serve(tool, call, context)
+        async def then_edits(arguments: dict[str, Any], context: ToolContext) -> ToolResult | str:
+            result = await chosen(arguments, context)
+            edits = self._edits(context)
+            if edits:
+                problem = await apply_edits(edits, context)
+                if problem is not None:
+                    self._adapter.report(problem)
+            return result
 
-        return recorded
+        return then_edits
+
+    def _edits(self, context: ToolContext) -> list[Edit]:
+        """The edits the bound recording logged while the call at this call's place ran."""
+        if context.log is None or context.agent is None:
+            return []
+        name = self._adapter.bindings().get(context.log.info.id)
+        if name is None or name not in self._logs:
+            return []
+        tape = self._tapes.get(name)
+        if tape is None:
+            tape = self._tapes[name] = _tape(self._logs[name])
+        if not tape.edits:
+            return []
+        calls = tape.calls.get((context.turn, context.step), [])
+        position = self._position(context)
+        if position >= len(calls):
+            return []
+        return tape.edits.get((context.turn, context.step, calls[position].call_id), [])
 
     def _mismatch(
         self, message: str, *, session: str | None, log: str | None, recorded: str, asked: str
@@ -203,12 +249,13 @@ class RecordedTools:
             b for b in result.message.content if isinstance(b, ToolResultBlock) and b.tool_call_id == call_id
         )
         parts = block.content
-        text = parts[0].text if len(parts) == 1 and isinstance(parts[0], TextBlock) else None
-        if text is None:
+        first, images = (parts[0], parts[1:]) if parts else (None, ())
+        text = first.text if isinstance(first, TextBlock) else None
+        if text is None or not all(isinstance(p, ImageBlock) for p in images):
             kinds = [type(p).__name__ for p in parts]
             self._mismatch(
-                f"at {place} the recorded result in {log} is not one text block ({kinds}), "
-                "which is all a tool returns",
+                f"at {place} the recorded result in {log} is not one text block followed by images ({kinds}), "
+                "which is what a tool returns",
                 session=session,
                 log=log,
                 recorded=f"{len(parts)} content blocks",
@@ -220,6 +267,7 @@ class RecordedTools:
             is_error=block.is_error,
             code=None if result.error is None else result.error.code,
             meta=meta if isinstance(meta, dict) else {},
+            images=tuple(p for p in images if isinstance(p, ImageBlock)),
         )
 
     @staticmethod
@@ -237,10 +285,69 @@ class RecordedTools:
         return ids.index(context.call_id)
 
 
+class _RecordedServer:
+    """An MCP server as a recording knows it: the tools the recording called (no schema beyond an object: the
+    recorded model's arguments are whatever it wrote), each call served from the recording by the executor."""
+
+    def __init__(self, server: str, tools: Sequence[ListedTool]) -> None:
+        self.server = server
+        self._tools = list(tools)
+        self.closed = anyio.Event()
+
+    async def tools(self) -> Sequence[ListedTool]:
+        return self._tools
+
+    async def call(self, raw: str, arguments: dict[str, Any], limit_s: float) -> ToolResult:
+        raise LinkError(
+            f"is served from the recording; its tool {raw} runs only when the scenario names it live",
+            lost=False,
+        )
+
+    def diagnosis(self) -> str:
+        return ""
+
+
+def recorded_servers(adapter: ReplayAdapter, modes: Mapping[str, ToolMode]) -> Callable[..., Any]:
+    """The `mcp/connect` listener: a server none of whose tools `modes` names `live` is not started; its tools are
+    the ones the recording called (so a scenario replays with no server installed)."""
+
+    async def connect(connector: Connector, server: ServerRef, next_: Any) -> Connector:
+        prefix = tool_prefix(server.name)
+        if any(name.startswith(prefix) and mode == "live" for name, mode in modes.items()):
+            live: Connector = await next_(connector)
+            return live
+        names: dict[str, None] = {}
+        for log in adapter.recording.logs:
+            for event, _ in log.events():
+                view = event.view()
+                if isinstance(view, ToolCallEvent) and view.data.name.startswith(prefix):
+                    names[view.data.name] = None
+        tools = [
+            ListedTool(
+                name=name,
+                raw=name[len(prefix) :],
+                description=f"MCP server {server.name}'s tool, served from the recording",
+                parameters={"type": "object"},
+            )
+            for name in names
+        ]
+
+        @asynccontextmanager
+        async def recorded(
+            ref: ServerRef, on_tools_changed: Callable[[], None]
+        ) -> AsyncIterator[_RecordedServer]:
+            yield _RecordedServer(ref.name, tools)
+
+        return recorded
+
+    return connect
+
+
 def serve_recorded_tools(
     ctx: Context, adapter: ReplayAdapter, modes: Mapping[str, ToolMode]
 ) -> RecordedTools:
     """Serve the recorded tools of `adapter`'s recording in `ctx` (undone when the plugin that called it unloads)."""
     tools = RecordedTools(adapter, modes)
     ctx.on(EXECUTOR, tools.executor)
+    ctx.on(CONNECT, recorded_servers(adapter, modes))
     return tools

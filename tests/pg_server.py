@@ -58,19 +58,21 @@ class PgServer:
         ]
         if not durable:  # the tests kill clients, never the server: its own durability is not under test
             settings += ["-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off"]
-        self._run(
-            str(PG_BIN / "pg_ctl"),
-            "-D",
-            str(data),
-            "-o",
-            " ".join(settings),
-            "-l",
-            str(self.dir / "log"),
-            "-w",
-            "start",
-        )
         self._data = data
+        self._settings = " ".join(settings)
+        self.start()
         self.admin(("CREATE DATABASE dsh",), database="postgres")
+
+    def start(self) -> None:
+        """Start the server (again, after `stop_for_now`), on the same port and data."""
+        self._run(
+            str(PG_BIN / "pg_ctl"), "-D", str(self._data), "-o", self._settings, "-l", str(self.dir / "log"), "-w",
+            "start",
+        )  # fmt: skip
+
+    def stop_for_now(self) -> None:
+        """Stop the server, keeping its data for `start` (a restart under running clients)."""
+        self._run(str(PG_BIN / "pg_ctl"), "-D", str(self._data), "-m", "fast", "-w", "stop")
 
     def _run(self, *command: str) -> None:
         done = subprocess.run([*self._as, *command], capture_output=True, text=True, check=False)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import importlib
+import inspect
 
 import pytest
 
@@ -31,6 +33,7 @@ PACKAGES = [
     "dsh.plugins.compaction",
     "dsh.plugins.acp",
     "dsh.plugins.subagent_acp",
+    "dsh.plugins.web",
 ]
 
 
@@ -47,3 +50,26 @@ def test_all_is_honest(name: str) -> None:
         if not key.startswith("_") and getattr(value, "__module__", "").startswith(name)
     }
     assert public <= set(exported), f"public but unlisted: {sorted(public - set(exported))}"
+
+
+def _lazy_packages() -> list[str]:
+    return [name for name in PACKAGES if "_LAZY" in vars(importlib.import_module(name))]
+
+
+@pytest.mark.parametrize("name", _lazy_packages())
+def test_a_lazy_packages_three_lists_agree(name: str) -> None:
+    """A lazy package names each public name three times: an import for type checkers, `__all__`, and `_LAZY`
+    (name -> submodule). The three must agree, and each name must come from the submodule both say."""
+    module = importlib.import_module(name)
+    tree = ast.parse(inspect.getsource(module))
+    typed: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            for statement in node.body:
+                if isinstance(statement, ast.ImportFrom) and statement.level == 1:
+                    for alias in statement.names:
+                        typed[alias.asname or alias.name] = f".{statement.module}"
+    lazy: dict[str, str] = vars(module)["_LAZY"]
+    assert typed == lazy, "the TYPE_CHECKING imports and _LAZY differ"
+    eager = {key for key in vars(module) if key in module.__all__ and key not in lazy}
+    assert set(module.__all__) == set(lazy) | eager

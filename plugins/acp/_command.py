@@ -19,7 +19,7 @@ from dsh.runtime.host import ConfigOption, Host, ReplayOption, StoreOption, open
 from dsh.runtime.jsonlines import JsonLinesTransport
 
 from ._server import AcpServer
-from ._transport import stdio_streams
+from ._transport import reserve_stdout, stdio_streams
 
 __all__ = ["ANSWER_GRACE_S", "acp_command", "serve"]
 
@@ -96,8 +96,9 @@ async def serve(host: Host, receive: ByteReceiveStream, send: ByteSendStream) ->
 
 
 async def _serve_stdio(config: Path | None, store: str | None, replay: Path | None) -> None:
+    protocol_out = reserve_stdout()  # before the deployment loads: whatever its plugins print goes to stderr
     with open_host(config, store, replay=replay) as host:
-        receive, send = await stdio_streams()
+        receive, send = await stdio_streams(protocol_out)
         await serve(host, receive, send)
 
 

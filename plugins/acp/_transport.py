@@ -14,7 +14,7 @@ import sys
 import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream
 
-__all__ = ["stdio_streams"]
+__all__ = ["reserve_stdout", "stdio_streams"]
 
 
 class _PipeIn(ByteReceiveStream):
@@ -96,10 +96,24 @@ def _plain(fd: int) -> bool:
     return not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd))
 
 
-async def stdio_streams() -> tuple[ByteReceiveStream, ByteSendStream]:
-    """This process's stdin and stdout as anyio byte streams (asyncio backend, as `dsh` runs)."""
+def reserve_stdout() -> int:
+    """Keep this process's stdout for the protocol alone: a private descriptor of it is returned (for
+    `stdio_streams`), and file descriptor 1 (and so `sys.stdout`, `print`, C code and child processes that inherit
+    it) goes to stderr from now on, so nothing a plugin prints, at import or later, reaches the client's stream."""
+    sys.stdout.flush()  # what was printed through sys.stdout before goes first
+    stdout = sys.stdout.fileno()
+    reserved = os.dup(stdout)  # not inherited by child processes (Python's descriptors are non-inheritable)
+    os.dup2(sys.stderr.fileno(), stdout)
+    return reserved
+
+
+async def stdio_streams(stdout: int | None = None) -> tuple[ByteReceiveStream, ByteSendStream]:
+    """This process's stdin and stdout (or `stdout`, a descriptor from `reserve_stdout`) as anyio byte streams
+    (asyncio backend, as `dsh` runs)."""
     loop = asyncio.get_running_loop()
-    stdin, stdout = sys.stdin.fileno(), sys.stdout.fileno()
+    stdin = sys.stdin.fileno()
+    out = sys.stdout if stdout is None else os.fdopen(stdout, "wb", buffering=0, closefd=False)
+    stdout = out.fileno()
     receive: ByteReceiveStream
     if _plain(stdin):
         receive = _FileIn(stdin)
@@ -110,5 +124,5 @@ async def stdio_streams() -> tuple[ByteReceiveStream, ByteSendStream]:
     sys.stdout.flush()  # what was printed through sys.stdout goes first
     if _plain(stdout):
         return receive, _FileOut(stdout)
-    transport, protocol = await loop.connect_write_pipe(_Backpressure, sys.stdout)
+    transport, protocol = await loop.connect_write_pipe(_Backpressure, out)
     return receive, _PipeOut(transport, protocol)

@@ -24,6 +24,7 @@ from acp.schema import (
     AgentMessageChunk,
     AgentPlanUpdate,
     AgentThoughtChunk,
+    AvailableCommandsUpdate,
     PlanEntryStatus,
     SessionInfoUpdate,
     ToolCallLocation,
@@ -62,6 +63,7 @@ SessionUpdate = (
     | ToolCallProgress
     | AgentPlanUpdate
     | SessionInfoUpdate
+    | AvailableCommandsUpdate
 )
 
 _KINDS: dict[str, ToolKind] = {

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dsh.runtime.agent import EVENT, PRE_STEP, REQUEST_ERROR
+from dsh.runtime.agent import COMPACT, EVENT, PRE_STEP, REQUEST_ERROR
 from dsh.runtime.kernel import Context, Plugin
 from dsh.runtime.llm import LLM
 
@@ -18,6 +18,7 @@ def _apply(ctx: Context, config: Config) -> None:
     ctx.on(PRE_STEP, compaction.on_pre_step)
     ctx.on(REQUEST_ERROR, compaction.on_request_error)
     ctx.on(EVENT, compaction.on_event)
+    ctx.on(COMPACT, compaction.on_compact)
 
 
 plugin = Plugin(

@@ -8,7 +8,6 @@ import logging
 import math
 import weakref
 from collections.abc import Mapping, Sequence
-from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +17,8 @@ import msgspec
 from dsh.runtime.agent import (
     Agent,
     AgentEvent,
+    Compacted,
+    CompactRequest,
     ErrorDecision,
     PreStep,
     Proceed,
@@ -29,7 +30,6 @@ from dsh.runtime.kernel import Next, ServiceKey
 from dsh.runtime.llm import (
     LLM,
     AssistantBlock,
-    BlockAssembler,
     CallConfig,
     CallKey,
     FailureCode,
@@ -395,10 +395,7 @@ class Compaction:
             session_id=agent.id,
             call=CallKey(turn=turn, step=step, attempt=attempt, purpose=COMPACTION_PURPOSE),
         )
-        assembler = BlockAssembler()
-        async with aclosing(agent.ctx.get(LLM).stream(request)) as chunks:
-            async for chunk in chunks:
-                assembler.feed(chunk)
+        assembler = await agent.ctx.get(LLM).stream(request).drain()
         finish = assembler.finish
         assert finish is not None, "LlmRuntime ends every stream with a finish chunk"
         if isinstance(finish.reason, FinishError | FinishAborted):
@@ -455,6 +452,29 @@ class Compaction:
         if outcome.shrank:
             return Retry()
         return await next_(decision)
+
+    async def on_compact(
+        self, done: Compacted | None, request: CompactRequest, next_: Next[Compacted | None]
+    ) -> Compacted | None:
+        """Compact on request (`/compact`), between turns: prune, then summarise whatever is older than the kept
+        tail, whatever the estimate; logged as any compaction (as the next turn's first step would)."""
+        done = await next_(done)
+        if done is not None:
+            return done
+        agent = request.agent
+        before = sum(node.tokens for node in self.nodes(agent))
+        if agent.busy:
+            return Compacted(before, before, False, "a turn is running: compact between turns")
+        system, tools = _header_parts(agent.header)
+        turn = agent.log.state.last_turn + 1
+        outcome = await self.compact(agent, turn=turn, step=1, system=system, tools=tools, force=True)
+        await agent.log.flush()
+        note = None
+        if outcome.failure is not None:
+            note = f"the summary failed: {outcome.failure.message}"
+        elif not outcome.summarised and not outcome.pruned:
+            note = "nothing to compact: the history is no longer than the part always kept"
+        return Compacted(outcome.before, outcome.after, bool(outcome.summarised), note)
 
     async def on_event(self, event: AgentEvent) -> None:
         """Calibrate on every response that reports usage: the tokens it was sent against the meter's estimate of
@@ -522,10 +542,10 @@ def _logged_window(agent: Agent | None, model: str | None) -> int | None:
 
 def _header_parts(header: EpochHeader | None) -> tuple[str, tuple[ToolSpec, ...]]:
     """The system prompt and tool schemas of a `request/header` snapshot (absent when empty; a fixture's
-    `{{tools}}` token stands for schemas this log does not hold)."""
+    `{{tools}}` token, or the original's list of tool names, stands for schemas this log does not hold)."""
     if header is None:
         return "", ()
-    return header.system or "", header.tools if isinstance(header.tools, tuple) else ()
+    return header.system or "", header.tool_schemas or ()
 
 
 def _message(node: SurfaceNode) -> Message:

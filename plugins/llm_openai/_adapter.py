@@ -3,7 +3,8 @@
 One `stream()` call makes exactly one HTTP request and never retries (the retry policy owns that). Every failure is
 raised as an `LlmCallError` with a stable code; `LlmRuntime` turns it into the terminal chunk. Cancellation
 propagates untouched: the response and its connection are closed on the way out, so the server sees the call end.
-The API key is read from the environment at call time and is redacted from every failure message.
+The API key is read from the environment at call time and is redacted from every failure message. A failure after
+the response arrived (a mid-stream error object, a dropped connection) carries the response's request id.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import msgspec
 from dsh.runtime.llm import FailureCode, LlmCallError, LlmFailure, LlmRequest, StreamChunk
 
 from ._config import ProviderConfig
-from ._errors import failure_from_response, failure_from_stream_error
+from ._errors import failure_from_response, failure_from_stream_error, request_id
 from ._mapping import ChunkMapper
 from ._sse import SseDecoder, SseEventTooLarge
 from ._wire import build_body, decode_wire_chunk
@@ -96,6 +97,7 @@ class OpenAICompatibleAdapter:
 
     async def stream(self, request: LlmRequest) -> AsyncGenerator[StreamChunk, None]:
         key: str | None = None
+        rid: str | None = None
         try:
             if self.route.models and request.model not in self.route.models:
                 raise _fail(
@@ -120,13 +122,17 @@ class OpenAICompatibleAdapter:
                 if client is None:
                     client = await stack.enter_async_context(self._new_client())
                 response = await self._send(stack, client, body, headers)
-                async for chunk in self._chunks(response, key):
-                    yield chunk
+                rid = request_id(response.headers)
+                async for batch in self._batches(response, key):
+                    for chunk in batch:
+                        yield chunk
         except LlmCallError as error:
-            if key and key in error.failure.message:
-                failure = msgspec.structs.replace(
-                    error.failure, message=error.failure.message.replace(key, "***")
-                )
+            failure = error.failure
+            if key and key in failure.message:
+                failure = msgspec.structs.replace(failure, message=failure.message.replace(key, "***"))
+            if rid is not None and failure.request_id is None:
+                failure = msgspec.structs.replace(failure, request_id=rid)
+            if failure is not error.failure:
                 raise LlmCallError(failure) from error.__cause__
             raise
 
@@ -162,7 +168,11 @@ class OpenAICompatibleAdapter:
             pass
         return data[:_ERROR_BODY_LIMIT]
 
-    async def _chunks(self, response: httpx.Response, key: str | None) -> AsyncGenerator[StreamChunk, None]:
+    async def _batches(
+        self, response: httpx.Response, key: str | None
+    ) -> AsyncGenerator[list[StreamChunk], None]:
+        """The stream chunks of each read of the body, one list per read (one generator step per read, not per
+        chunk: a read holds dozens of events)."""
         import httpx
 
         if not response.is_success:
@@ -217,13 +227,20 @@ class OpenAICompatibleAdapter:
                     f'provider "{self.route.id}" sent a stream event that passed {error.limit} bytes before it ended',
                     FailureCode.MALFORMED_RESPONSE,
                 ) from error
+            batch: list[StreamChunk] = []
             for event in events:
                 if event == b"[DONE]":
-                    for chunk in mapper.done():
-                        yield chunk
+                    batch += mapper.done()
+                    yield batch
                     return
-                for chunk in mapper.feed(decode_wire_chunk(event)):
-                    yield chunk
+                try:
+                    batch += mapper.feed(decode_wire_chunk(event))
+                except LlmCallError:
+                    if batch:
+                        yield batch  # what streamed before the failure is delivered first, as it arrived
+                    raise
+            if batch:
+                yield batch
 
     async def _refuse_json(self, response: httpx.Response) -> None:
         """A 200 with a JSON body is not a stream: an error object some servers send, or a server ignoring

@@ -4,6 +4,11 @@ Block indexes are assigned in the order blocks first appear, across kinds. One r
 per response; tool calls are merged by their wire index (id and name arrive on the first delta and are repeated on
 every chunk). Within one wire chunk: reasoning, then content, then tool calls. `finish_reason` and `usage` are
 stored (the latest usage wins); `[DONE]` ends every open block in opening order, then emits usage, then finish.
+
+The finish agrees with the message whatever the server said: a message holding tool calls finishes `tool-calls` when
+the server sent `stop` (or nothing), and one without finishes as `stop` when the server sent `tool_calls` (several
+servers and proxies do either); the server's own value is kept beside it as `provider_reason`. `length` and the
+error reasons are kept as sent.
 """
 
 from __future__ import annotations
@@ -175,7 +180,12 @@ class ChunkMapper:
         if self._usage is not None:
             out.append(UsageChunk(map_usage(self._usage)))
         reason = finish_reason(self._finish)
+        provider_reason = None
+        if isinstance(reason, FinishStop) and self._calls:
+            reason, provider_reason = FinishToolCalls(), self._finish
+        elif isinstance(reason, FinishToolCalls) and not self._calls:
+            reason, provider_reason = FinishStop(), self._finish
         if isinstance(reason, FinishStop) and not self._blocks:
             reason = FinishError(LlmFailure(message=EMPTY_RESPONSE_MESSAGE, code=FailureCode.EMPTY_RESPONSE))
-        out.append(Finish(reason=reason))
+        out.append(Finish(reason=reason, provider_reason=provider_reason))
         return out

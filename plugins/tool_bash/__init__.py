@@ -13,6 +13,7 @@ from .tool import SANDBOX_CONTEXT as SANDBOX_CONTEXT
 from .tool import SECTION as SECTION
 from .tool import BashConfig as BashConfig
 from .tool import EnvConfig as EnvConfig
+from .tool import LimitsConfig as LimitsConfig
 from .tool import format_outcome as format_outcome
 from .tool import plugin as plugin
 
@@ -23,6 +24,7 @@ __all__ = [
     "SECTION",
     "BashConfig",
     "EnvConfig",
+    "LimitsConfig",
     "Policy",
     "Sandbox",
     "SandboxUnavailableError",

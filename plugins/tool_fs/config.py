@@ -30,5 +30,8 @@ class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     glob_max_results: Positive = 100
     grep_max_matches: Positive = 100
     grep_max_line_chars: Positive = 2000
+    grep_max_line_bytes: Positive = 1 << 20
+    """grep keeps at most this many bytes of one line: a longer line is searched in its first bytes only (the result
+    says how many lines were), so a 1 GiB line costs a bounded amount of memory."""
     exclude_dirs: tuple[str, ...] = (".git",)
     """Directory names glob and grep never descend into (hidden and ignored files are otherwise included)."""

@@ -37,7 +37,8 @@ def edit_path(workspace: Workspace, raw: str, old: str, new: str, replace_all: b
         )
     if not real.is_file():
         raise FsError(NOT_A_FILE, f"{shown} is not a regular file")
-    data = real.read_bytes()
+    with workspace.open_file(real) as fd, open(fd, "rb", closefd=False) as file:
+        data = file.read()
     if is_binary_prefix(data[:SNIFF_BYTES]):
         raise FsError(BINARY_FILE, f"{shown} is a binary file; edit only changes UTF-8 text")
     try:
@@ -60,7 +61,7 @@ def edit_path(workspace: Workspace, raw: str, old: str, new: str, replace_all: b
             f"old_string occurs {count} times in {shown}; it must occur exactly once. Include more surrounding "
             f"lines to make it unique, or set replace_all to true to replace all {count}.",
         )
-    real.write_bytes(text.replace(old, new).encode("utf-8"))
+    workspace.replace_file(real, text.replace(old, new).encode("utf-8"))
     noun = "occurrence" if count == 1 else "occurrences"
     return ToolResult(
         f"Edited {shown}: replaced {count} {noun}.", meta={"path": shown, "replacements": count}

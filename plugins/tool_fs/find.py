@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from dsh.runtime.tools import ToolResult
@@ -24,12 +25,25 @@ def search_directory(workspace: Workspace, raw: str | None) -> Path:
     return real
 
 
+def _never_cancelled() -> None:
+    return None
+
+
 def glob_files(
-    workspace: Workspace, pattern: str, raw_path: str | None, max_results: int, exclude_dirs: tuple[str, ...]
+    workspace: Workspace,
+    pattern: str,
+    raw_path: str | None,
+    max_results: int,
+    exclude_dirs: tuple[str, ...],
+    *,
+    check_cancelled: Callable[[], None] = _never_cancelled,
 ) -> ToolResult:
+    """Run one glob. `check_cancelled` is called for each directory and file walked; it raises to stop the search
+    (in a worker thread: `anyio.from_thread.check_cancelled`)."""
     matcher = GlobMatcher.compile(pattern)
     top = search_directory(workspace, raw_path)
-    found = [f for f in walk_files(workspace, str(top), exclude_dirs) if matcher.matches(f.relative)]
+    walked = walk_files(workspace, str(top), exclude_dirs, check_cancelled)
+    found = [f for f in walked if matcher.matches(f.relative)]
     found.sort(key=lambda f: (-f.mtime, f.path))
     shown = [workspace.show(f.path) for f in found[:max_results]]
     truncated = len(found) > max_results

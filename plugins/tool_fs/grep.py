@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Protocol
+from typing import BinaryIO, Protocol
 
 import re2
 
@@ -27,8 +26,20 @@ from .paths import Workspace
 from .read import SNIFF_BYTES, is_binary_prefix
 from .walk import FoundFile, walk_files
 
-__all__ = ["GrepLimits", "Regex", "compile_pattern", "grep_files"]
+__all__ = [
+    "DEFAULT_LINE_CAP",
+    "GrepLimits",
+    "Hits",
+    "Regex",
+    "compile_pattern",
+    "grep_files",
+    "search_stream",
+]
 
+DEFAULT_LINE_CAP = 1 << 20
+"""The bytes of one line grep keeps (`grep_max_line_bytes`): a longer line is searched in its first bytes only."""
+_READ_BYTES = 1 << 18
+"""How much of a file is read at a time: with the line cap, the bound on the memory one search holds."""
 _BLOCK_BYTES = 32_768
 """The size of a block of whole lines: searched as one text first, with a cancellation check between two blocks
 (RE2 keeps a block's cost linear, so a cancelled search stops within milliseconds)."""
@@ -65,6 +76,7 @@ class GrepLimits:
     max_matches: int
     max_line_chars: int
     exclude_dirs: tuple[str, ...]
+    max_line_bytes: int = DEFAULT_LINE_CAP
 
 
 def compile_pattern(pattern: str) -> Pattern:
@@ -125,14 +137,14 @@ def grep_files(
         files = [f for f in files if matcher.matches(f.relative)]
     files.sort(key=lambda f: (-f.mtime, f.path))
     groups: list[tuple[str, list[tuple[int, str]]]] = []
-    count = 0
+    count = cut = 0
     truncated = False
     for found in files:
         check_cancelled()
         room = limits.max_matches - count
-        hits = _search(
-            Path(found.real), regex, check_cancelled, room + 1
-        )  # one more: is there more than room?
+        # One more than room: whether there is more than room.
+        searched = _search(workspace, found.real, regex, check_cancelled, room + 1, limits.max_line_bytes)
+        hits, cut = searched.lines, cut + searched.cut
         if not hits:
             continue
         if len(hits) > room:
@@ -142,8 +154,16 @@ def grep_files(
             count += len(hits)
         if truncated:
             break
+    which = "1 line was" if cut == 1 else f"{cut} lines were"
+    its = "its" if cut == 1 else "their"
+    note = (
+        f"({which} longer than {limits.max_line_bytes} bytes; only {its} first {limits.max_line_bytes} bytes were "
+        "searched.)"
+    )
     if not groups:
-        return ToolResult("No files found", meta={"matches": 0, "truncated": False})
+        return ToolResult(
+            "No files found" + (f"\n\n{note}" if cut else ""), meta={"matches": 0, "truncated": False}
+        )
     lines = [f"Found {count} matches"]
     for index, (shown, hits) in enumerate(groups):
         if index:
@@ -158,6 +178,8 @@ def grep_files(
             "",
             f"(Results are truncated at {limits.max_matches} matches. Use a more specific pattern, path or include.)",
         ]
+    if cut:
+        lines += ["", note]
     return ToolResult("\n".join(lines), meta={"matches": count, "truncated": truncated})
 
 
@@ -175,37 +197,110 @@ def _files(
         if not real.exists():
             raise FsError(FILE_NOT_FOUND, f"Path not found: {workspace.show(real)}")
     top = search_directory(workspace, raw_path)
-    found = []
-    for file in walk_files(workspace, str(top), exclude_dirs):
-        check_cancelled()
-        found.append(file)
-    return found
+    return list(walk_files(workspace, str(top), exclude_dirs, check_cancelled))
 
 
 def _search(
-    real: Path, pattern: Pattern, check_cancelled: Callable[[], None], limit: int
-) -> list[tuple[int, str]]:
-    """The first `limit` (line number, line) pairs of a text file that `pattern` finds a match in; nothing for a
-    binary file.
+    workspace: Workspace,
+    real: str,
+    pattern: Pattern,
+    check_cancelled: Callable[[], None],
+    limit: int,
+    line_cap: int = DEFAULT_LINE_CAP,
+) -> Hits:
+    """The first `limit` (line number, line) pairs of the text file at the checked real path `real` that `pattern`
+    finds a match in; nothing for a binary file, or one that cannot be opened (permissions, vanished, or changed
+    into a symlink since it was listed)."""
+    try:
+        with workspace.open_file(real) as fd, open(fd, "rb", closefd=False) as file:
+            return search_stream(file, pattern, check_cancelled, limit, line_cap)
+    except (OSError, FsError):
+        return Hits([], 0)  # unreadable: a search skips it as ripgrep does
+
+
+@dataclass
+class Hits:
+    """What one file gave: its matching lines (number, text), and how many of its lines were longer than the line
+    cap and so searched in their first bytes only."""
+
+    lines: list[tuple[int, str]]
+    cut: int
+
+
+def search_stream(
+    file: BinaryIO,
+    pattern: Pattern,
+    check_cancelled: Callable[[], None],
+    limit: int,
+    line_cap: int = DEFAULT_LINE_CAP,
+) -> Hits:
+    """As `_search`, over an open binary file, read in pieces: memory stays bounded by `line_cap` and the read
+    size however long a line is.
 
     Bytes that are not UTF-8 are read as U+FFFD; a line's trailing `\\r` is not part of it."""
-    try:
-        data = real.read_bytes()
-    except OSError:
-        return []  # unreadable (permissions, vanished): a search skips it as ripgrep does
-    if not data or is_binary_prefix(data[:SNIFF_BYTES]):
-        return []
+    head = file.read(SNIFF_BYTES)
+    if not head or is_binary_prefix(head):
+        return Hits([], 0)
+    file.seek(0)
+    pieces = _Pieces(file, line_cap)
+    hits: list[tuple[int, str]] = []
+    first = 0
+    for data in pieces:
+        check_cancelled()
+        hits += _search_piece(data, pattern, check_cancelled, first, limit - len(hits))
+        if len(hits) >= limit:
+            break
+        first += data.count(b"\n") + 1
+    return Hits(hits, pieces.cut)
+
+
+class _Pieces:
+    """A file's text as runs of whole lines, read `_READ_BYTES` at a time: each run is lines joined by `\\n` (the
+    newline after its last line, and each `\\r` before a newline, removed), valid UTF-8 (other bytes read as
+    U+FFFD). A line still unfinished after `cap` bytes is kept to its first `cap` bytes; the rest is read past, and
+    `cut` counts such lines."""
+
+    def __init__(self, file: BinaryIO, cap: int) -> None:
+        self.file, self.cap, self.cut = file, cap, 0
+
+    def __iter__(self) -> Iterator[bytes]:
+        pending = bytearray()
+        skipping = False
+        while chunk := self.file.read(_READ_BYTES):
+            if skipping:
+                at = chunk.find(b"\n")
+                if at == -1:
+                    continue
+                chunk, skipping = chunk[at:], False
+            pending += chunk
+            end = pending.rfind(b"\n")
+            if end != -1:
+                yield _clean(bytes(pending[:end]))
+                del pending[: end + 1]
+            if len(pending) > self.cap:  # the unfinished last line is too long: keep its head only
+                del pending[self.cap :]
+                skipping, self.cut = True, self.cut + 1
+        if pending:
+            yield _clean(bytes(pending).removesuffix(b"\r"))
+
+
+def _clean(data: bytes) -> bytes:
+    if b"\r" in data:
+        data = data.replace(b"\r\n", b"\n")
+        data = data.removesuffix(b"\r")  # it stood before the newline that ended this run
     try:
         data.decode("utf-8")
     except UnicodeDecodeError:
         data = data.decode("utf-8", errors="replace").encode("utf-8")
-    # The last newline ends the last line and opens none: what is left holds count("\n") + 1 lines.
-    data = data.removesuffix(b"\n")
-    if b"\r" in data:
-        # Each line without its trailing \r, so the block search sees the lines the line search sees.
-        data = data.replace(b"\r\n", b"\n").removesuffix(b"\r")
+    return data
+
+
+def _search_piece(
+    data: bytes, pattern: Pattern, check_cancelled: Callable[[], None], first: int, limit: int
+) -> list[tuple[int, str]]:
+    """Up to `limit` matching lines of a run of whole lines whose first line is number `first` + 1."""
     hits: list[tuple[int, str]] = []
-    start = first = 0
+    start = 0
     while len(hits) < limit:
         check_cancelled()
         end = _block_end(data, start)

@@ -149,6 +149,7 @@ def _glob_tool(config: Config) -> Tool:
                 arguments.get("path"),
                 config.glob_max_results,
                 config.exclude_dirs,
+                check_cancelled=anyio.from_thread.check_cancelled,
             )
         )
 
@@ -180,6 +181,7 @@ def _grep_tool(config: Config) -> Tool:
     limits = GrepLimits(
         max_matches=config.grep_max_matches,
         max_line_chars=config.grep_max_line_chars,
+        max_line_bytes=config.grep_max_line_bytes,
         exclude_dirs=config.exclude_dirs,
     )
 

@@ -15,9 +15,10 @@ original harness returned (recorded sessions replay against it).
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from dsh.runtime.tools import ToolResult
 
@@ -31,10 +32,12 @@ from .errors import (
 )
 from .paths import Workspace
 
-__all__ = ["SNIFF_BYTES", "ReadCaps", "is_binary_prefix", "read_path"]
+__all__ = ["SNIFF_BYTES", "ReadCaps", "bounded_lines", "is_binary_prefix", "read_path"]
 
 SNIFF_BYTES = 8192
 """How much of a file is checked for a NUL byte, the mark of a binary file."""
+_SKIP_BYTES = 1 << 16
+"""The piece in which the unkept rest of an over-long line is read past."""
 
 
 @dataclass(frozen=True)
@@ -61,38 +64,57 @@ def read_path(workspace: Workspace, raw: str, offset: int, limit: int | None, ca
     real = workspace.resolve(raw)
     shown = workspace.show(real)
     if real.is_dir():
-        return _read_directory(real, shown, offset, limit)
+        with workspace.open_directory(real) as fd:
+            return _read_directory(fd, shown, offset, limit)
     if not real.exists():
         raise FsError(FILE_NOT_FOUND, _not_found(workspace, real, shown))
     if not real.is_file():
         raise FsError(NOT_A_FILE, f"{shown} is not a regular file")
-    return _read_file(real, shown, offset, limit, caps)
+    with workspace.open_file(real) as fd, open(fd, "rb", closefd=False) as file:
+        return _read_file(file, shown, offset, limit, caps)
 
 
-def _read_file(real: Path, shown: str, offset: int, limit: int, caps: ReadCaps) -> ToolResult:
+def bounded_lines(file: BinaryIO, cap: int) -> Iterator[bytes]:
+    """The lines of `file` (each with its newline, as iterating a file gives them), each cut to its first `cap`
+    bytes: a line longer than that is read past in pieces and never held whole, so a 1 GiB line costs `cap`."""
+    while True:
+        line = file.readline(cap)
+        if not line:
+            return
+        yield line
+        if len(line) == cap and not line.endswith(b"\n"):
+            while (rest := file.readline(_SKIP_BYTES)) and not rest.endswith(b"\n"):
+                pass
+
+
+def _read_file(file: BinaryIO, shown: str, offset: int, limit: int, caps: ReadCaps) -> ToolResult:
     numbered: list[str] = []
     lines: list[dict[str, Any]] = []
     used_bytes = 0
     capped_by_bytes = False
     total = 0
-    with real.open("rb") as file:
-        if is_binary_prefix(file.read(SNIFF_BYTES)):
-            raise FsError(BINARY_FILE, f"{shown} is a binary file; read only shows UTF-8 text")
-        file.seek(0)
-        for total, raw_line in enumerate(file, start=1):  # `total` is also read after the loop
-            if total < offset or len(lines) >= limit or capped_by_bytes:
-                continue
-            text = _decode(raw_line, shown, total)
-            if len(text) > caps.max_line_chars:
-                text = text[: caps.max_line_chars] + f"... (line truncated to {caps.max_line_chars} chars)"
-            entry = f"{total}: {text}"
-            size = len(entry.encode()) + 1
-            if lines and used_bytes + size > caps.max_bytes:
-                capped_by_bytes = True
-                continue
-            used_bytes += size
-            numbered.append(entry)
-            lines.append({"number": total, "text": text})
+    # Enough bytes for the characters a line may show (4 bytes each at most) and the note that it was cut.
+    line_cap = 4 * caps.max_line_chars + 4
+    if is_binary_prefix(file.read(SNIFF_BYTES)):
+        raise FsError(BINARY_FILE, f"{shown} is a binary file; read only shows UTF-8 text")
+    file.seek(0)
+    for total, raw_line in enumerate(
+        bounded_lines(file, line_cap), start=1
+    ):  # `total` is read after the loop
+        if total < offset or len(lines) >= limit or capped_by_bytes:
+            continue
+        cut = len(raw_line) == line_cap and not raw_line.endswith(b"\n")
+        text = _decode(raw_line, shown, total, cut=cut)
+        if len(text) > caps.max_line_chars:
+            text = text[: caps.max_line_chars] + f"... (line truncated to {caps.max_line_chars} chars)"
+        entry = f"{total}: {text}"
+        size = len(entry.encode()) + 1
+        if lines and used_bytes + size > caps.max_bytes:
+            capped_by_bytes = True
+            continue
+        used_bytes += size
+        numbered.append(entry)
+        lines.append({"number": total, "text": text})
     if offset > total and not (offset == 1 and total == 0):
         raise FsError(
             OFFSET_OUT_OF_RANGE, f"offset {offset} is past the end of {shown}, which has {total} lines"
@@ -113,8 +135,14 @@ def _read_file(real: Path, shown: str, offset: int, limit: int, caps: ReadCaps) 
     return ToolResult(text, meta={"path": shown, "offset": offset, "lines": lines, "totalLines": total})
 
 
-def _decode(raw_line: bytes, shown: str, number: int) -> str:
+def _decode(raw_line: bytes, shown: str, number: int, *, cut: bool = False) -> str:
     line = raw_line.removesuffix(b"\n").removesuffix(b"\r")
+    if cut:  # the line was cut at a byte count, perhaps inside a character: drop that character's head
+        for drop in range(4):
+            try:
+                return line[: len(line) - drop].decode("utf-8")
+            except UnicodeDecodeError:
+                continue
     try:
         return line.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -129,8 +157,8 @@ def _size(limit: int) -> str:
     return f"{limit // 1024} KB" if limit % 1024 == 0 else f"{limit} bytes"
 
 
-def _read_directory(real: Path, shown: str, offset: int, limit: int) -> ToolResult:
-    with os.scandir(real) as scan:
+def _read_directory(fd: int, shown: str, offset: int, limit: int) -> ToolResult:
+    with os.scandir(fd) as scan:
         entries = sorted(entry.name + ("/" if entry.is_dir() else "") for entry in scan)
     total = len(entries)
     if offset > total and not (offset == 1 and total == 0):
@@ -155,10 +183,13 @@ def _not_found(workspace: Workspace, real: Path, shown: str) -> str:
     parent, name = real.parent, real.name.lower()
     if not name or not parent.is_dir() or not workspace.contains(parent):
         return message
-    with os.scandir(parent) as scan:
-        similar = sorted(
-            entry.name for entry in scan if name in entry.name.lower() or _stem(entry.name) == _stem(name)
-        )[:3]
+    try:
+        with workspace.open_directory(parent) as fd, os.scandir(fd) as scan:
+            similar = sorted(
+                entry.name for entry in scan if name in entry.name.lower() or _stem(entry.name) == _stem(name)
+            )[:3]
+    except (OSError, FsError):  # the directory changed since it was checked: no suggestions
+        return message
     if not similar:
         return message
     return (

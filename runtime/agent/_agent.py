@@ -20,8 +20,6 @@ from dsh.runtime.llm import (
     CallConfig,
     Message,
     MessageId,
-    OtherSource,
-    PluginSource,
     TextBlock,
     UserBlock,
     UserMessage,
@@ -47,7 +45,7 @@ from dsh.runtime.session import AssistantMessageData as _ModelData
 from dsh.runtime.session import ToolResultData as _ResultData
 
 from ._events import EVENT, AgentEvent
-from ._inbox import BOUNDARY_TYPES, INBOX_GATE, ImmediateGate, InboxGate, QueueTarget
+from ._inbox import BOUNDARY_TYPES, INBOX_GATE, ImmediateGate, InboxGate, InputSource, QueueTarget
 from ._outcome import TurnOutcome
 
 if TYPE_CHECKING:
@@ -189,12 +187,13 @@ class Agent:
         content: InboxInput,
         *,
         target: QueueTarget = "next-turn",
-        source: UserSource | PluginSource | OtherSource | None = None,
+        source: InputSource | None = None,
         source_wire: dict[str, object] | None = None,
         wake: bool = True,
         sender: str | None = None,
         before: Event | None = None,
         key: str | None = None,
+        inline: bool = False,
     ) -> UserMessage:
         """Queue one user-role message for this agent and return it. `next-turn` starts the next turn (when the
         agent is idle and `wake` is set, `serve` starts it at once); `next-step` is steering: it enters the running
@@ -204,7 +203,8 @@ class Agent:
         session id of the agent that sent it, if an agent did (the gate pairs it with its recording). The splice is
         logged when the inbox gate admits the input: at once, except in a replay; `before`, an event the input reports on
         (a background job's outcome), is appended just before it, so the fact lands in the log where the input does;
-        `key` names its origin among inputs of its kind (a job's id: the gate pairs it with its recording)."""
+        `key` names its origin among inputs of its kind (a job's id: the gate pairs it with its recording); `inline` says
+        this agent's own running turn queues it (see `InboxGate.deliver`)."""
         blocks: tuple[UserBlock, ...] = (TextBlock(content),) if isinstance(content, str) else tuple(content)
         said = source or UserSource()
         queued: list[UserMessage] = []
@@ -226,7 +226,7 @@ class Agent:
             await self.append(InboxSpliced(data=data), written=written)
             queued.append(message)
 
-        await self.gate.deliver(self, target, said, splice, sender=sender, key=key)
+        await self.gate.deliver(self, target, said, splice, sender=sender, key=key, inline=inline)
         if not queued:
             raise RuntimeError(f"the inbox gate of {self!r} returned without admitting the input")
         if wake and admitted[0] == "next-turn":

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import aclosing
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
@@ -16,13 +17,13 @@ from dsh.runtime.llm import (
     LLM,
     AssistantBlock,
     AssistantMessage,
-    BlockAssembler,
     CallConfig,
     CallKey,
-    Finish,
+    CallStream,
     FinishAborted,
     FinishError,
     FinishMaxTokens,
+    FinishReason,
     LlmCallError,
     LlmFailure,
     LlmRequest,
@@ -77,17 +78,26 @@ from ._agent import Agent
 from ._events import (
     ERROR,
     PRE_STEP,
+    PROMPT_SUBMIT,
     REQUEST,
     REQUEST_ERROR,
+    STEP_INPUT,
+    STEP_RESULTS,
+    TURN_STOPPING,
+    AddContext,
     AgentError,
     Block,
     Fail,
     PreStep,
     Proceed,
+    PromptSubmit,
     RequestConfig,
     RequestFailure,
     RequestInfo,
     Retry,
+    StepInput,
+    StepResults,
+    TurnStopping,
 )
 from ._outcome import TurnOutcome
 
@@ -150,6 +160,17 @@ def _error_name(code: str) -> str:
     return "".join(part.title() for part in code.split("_")) + "Error"
 
 
+@dataclass
+class _Streamed:
+    """One attempt of a model call: its stream (with the runtime's assembly of what arrived), the route it went to,
+    and the seqs of the chunks logged so far."""
+
+    calls: CallStream
+    provider: str
+    model: str
+    seqs: list[int] = field(default_factory=list)
+
+
 class _Turn:
     """One turn in flight: what has to be closed if it ends early."""
 
@@ -161,9 +182,6 @@ class _Turn:
         self.step_open = False
         self.max_tokens = False
         self.text = ""
-        self.assembler: BlockAssembler | None = None
-        self.stream_seqs: list[int] = []
-        self.stream_route: tuple[str, str] = ("", "")
         self.ended = False
 
     # ------------------------------------------------------------------ the happy path
@@ -183,15 +201,42 @@ class _Turn:
                 ToolSpec(name=t.name, description=t.description, parameters=t.parameters)
                 for t in assembly.tools
             )
+            added = AddContext()
+            prompts = [item for item in entering if isinstance(item.message.source, UserSource)]
+            if self.step == 1 and prompts:
+                text = "".join(
+                    block.text
+                    for item in prompts
+                    for block in item.message.content
+                    if isinstance(block, TextBlock)
+                )
+                decision = await agent.ctx.waterfall(
+                    PROMPT_SUBMIT, AddContext(), PromptSubmit(agent, self.turn, text)
+                )
+                if not isinstance(decision, AddContext):
+                    return await self.end(TurnEndReason(kind="blocked", message=decision.reason))
+                added = decision
             gate = await agent.ctx.waterfall(
                 PRE_STEP, Proceed(), PreStep(agent, self.turn, self.step, system, agent.messages(), tools)
             )
             if isinstance(gate, Block):
                 return await self.end(TurnEndReason(kind="blocked", message=gate.reason))
+            step_input = await agent.ctx.waterfall(
+                STEP_INPUT,
+                (),
+                StepInput(agent, self.turn, self.step, tuple(item.message for item in entering)),
+            )
             await agent.append(StepStart(data=StepData(turn=self.turn, step=self.step)))
             self.step_open = True
             for item in entering:
                 await agent.append(UserMessageEvent(data=item.message, surface_op="append"), written=item.raw)
+            if added.texts:
+                await self.user_message(
+                    tuple(TextBlock(text) for text in added.texts),
+                    added.source or PluginSource(plugin="hooks"),
+                )
+            for extra in step_input:
+                await agent.append(UserMessageEvent(data=extra, surface_op="append"))
             if snapshot and snapshot != agent.snapshot:  # the log's state: the newest snapshot on the surface
                 await self.user_message((TextBlock(snapshot),), _SNAPSHOT_SOURCE)
             route = await agent.ctx.waterfall(
@@ -217,8 +262,13 @@ class _Turn:
             calls = [block for block in message if isinstance(block, ToolCallBlock)]
             if calls:
                 await self.run_tools(calls)
+                after = await agent.ctx.waterfall(STEP_RESULTS, (), StepResults(agent, self.turn, self.step))
+                for extra in after:
+                    await agent.append(UserMessageEvent(data=extra, surface_op="append"))
             await agent.append(StepEnd(data=StepData(turn=self.turn, step=self.step)))
             self.step_open = False
+            if not calls and not agent.pending("next-step"):  # a Stop hook may queue steering here
+                await agent.ctx.emit(TURN_STOPPING, TurnStopping(agent, self.turn, self.step))
             if not calls and not agent.pending("next-step"):  # steering keeps the turn going
                 return await self.end(TurnEndReason(kind="max-tokens" if self.max_tokens else "completed"))
 
@@ -255,37 +305,45 @@ class _Turn:
         self, route: RequestConfig, system: str, tools: tuple[ToolSpec, ...]
     ) -> tuple[AssistantBlock, ...] | None:
         """The model call of this step, attempts included; returns the logged message's content, or None when the
-        stream was aborted. An unretried error finish raises `LlmCallError`."""
+        stream was aborted. An unretried error finish raises `LlmCallError`. A call cancelled (mid-stream, or
+        waiting to retry) keeps what its last attempt streamed, as `assembler/message{interrupted}`."""
         agent = self.agent
         provider, model = route.provider or "", route.model or ""
         attempt = 1
-        while True:
-            await agent.log.flush()
-            request = LlmRequest(
-                provider=provider,
-                model=model,
-                messages=agent.messages(),
-                system=system,
-                tools=tools,
-                config=route.config,
-                session_id=agent.id,
-                call=CallKey(turn=self.turn, step=self.step, attempt=attempt),
-            )
-            finish = await self.stream(request)
-            reason = finish.reason
-            if isinstance(reason, FinishAborted):
-                await self.keep_interrupted()
-                return None
-            if isinstance(reason, FinishError):
-                failure = RequestFailure(agent, self.turn, self.step, attempt, provider, reason.failure)
-                decision = await agent.ctx.waterfall(REQUEST_ERROR, Fail(), failure)
-                if isinstance(decision, Retry):
-                    attempt += 1
-                    continue
-                raise LlmCallError(reason.failure)
-            break
-        assert self.assembler is not None
-        message = self.assembler.message(id=self.new_id(), provider=provider, model=model)
+        streamed: _Streamed | None = None
+        try:
+            while True:
+                await agent.log.flush()
+                request = LlmRequest(
+                    provider=provider,
+                    model=model,
+                    messages=agent.messages(),
+                    system=system,
+                    tools=tools,
+                    config=route.config,
+                    session_id=agent.id,
+                    call=CallKey(turn=self.turn, step=self.step, attempt=attempt),
+                )
+                streamed = _Streamed(agent.ctx.get(LLM).stream(request), provider, model)
+                reason = await self.stream(streamed)
+                if isinstance(reason, FinishAborted):
+                    await self.keep_interrupted(streamed)
+                    return None
+                if isinstance(reason, FinishError):
+                    failure = RequestFailure(agent, self.turn, self.step, attempt, provider, reason.failure)
+                    decision = await agent.ctx.waterfall(REQUEST_ERROR, Fail(), failure)
+                    if isinstance(decision, Retry):
+                        attempt += 1
+                        continue
+                    raise LlmCallError(reason.failure)
+                break
+        except anyio.get_cancelled_exc_class():
+            if streamed is not None:
+                with anyio.CancelScope(shield=True):
+                    await self.keep_interrupted(streamed)
+            raise
+        assembled = streamed.calls.assembled
+        message = assembled.message(id=self.new_id(), provider=provider, model=model)
         if isinstance(reason, FinishMaxTokens):
             self.max_tokens = True
         texts = [b.text for b in message.content if isinstance(b, TextBlock)]
@@ -294,32 +352,26 @@ class _Turn:
         await agent.append(
             ModelMessageEvent(
                 data=AssistantMessageData(
-                    turn=self.turn, step=self.step, message=message, usage=self.assembler.usage
+                    turn=self.turn, step=self.step, message=message, usage=assembled.usage
                 ),
                 surface_op="append",
-                source_event_seqs=tuple(self.stream_seqs),
+                source_event_seqs=tuple(streamed.seqs),
             )
         )
-        self.assembler = None
         return message.content
 
-    async def stream(self, request: LlmRequest) -> Finish:
+    async def stream(self, streamed: _Streamed) -> FinishReason:
+        """Log each chunk of the call as it arrives; return how the call finished."""
         agent = self.agent
-        self.assembler = assembler = BlockAssembler()
-        self.stream_seqs = seqs = []
-        self.stream_route = (request.provider, request.model)
-        finish: Finish | None = None
-        async with aclosing(agent.ctx.get(LLM).stream(request)) as chunks:
+        async with aclosing(streamed.calls) as chunks:
             async for chunk in chunks:
                 stored = await agent.append(
                     AssistantChunk(data=AssistantChunkData(turn=self.turn, step=self.step, chunk=chunk))
                 )
-                seqs.append(stored.seq)
-                assembler.feed(chunk)
-                if isinstance(chunk, Finish):
-                    finish = chunk
+                streamed.seqs.append(stored.seq)
+        finish = streamed.calls.assembled.finish
         assert finish is not None, "LlmRuntime ends every stream with a finish chunk"
-        return finish
+        return finish.reason
 
     async def run_tools(self, calls: Sequence[ToolCallBlock]) -> None:
         """Log every call, run them concurrently, then log every result in call order. Calls still running when
@@ -367,13 +419,25 @@ class _Turn:
                         ABORTED, "the tool call was cancelled before it finished; its effects are unknown"
                     )
                     await self.tool_result(call, result, call_seqs[index])
+        # context a hook added for the next step, queued once every result is logged
+        for index in range(len(calls)):
+            done = results.get(index)
+            for added in done.context if done is not None else ():
+                await agent.queue(
+                    tuple(TextBlock(text) for text in added.texts),
+                    target="next-step",
+                    source=PluginSource(plugin=added.plugin),
+                    inline=True,
+                )
 
     async def tool_result(self, call: ToolCallBlock, result: ToolResult, call_seq: int) -> None:
         message = UserMessage(
             id=self.new_id(),
             content=(
                 ToolResultBlock(
-                    tool_call_id=call.id, content=(TextBlock(result.text),), is_error=result.is_error
+                    tool_call_id=call.id,
+                    content=(TextBlock(result.text), *result.images),
+                    is_error=result.is_error,
                 ),
             ),
             source=ToolSource(call.id),
@@ -398,23 +462,21 @@ class _Turn:
 
     # ------------------------------------------------------------------ endings
 
-    async def keep_interrupted(self) -> None:
+    async def keep_interrupted(self, streamed: _Streamed) -> None:
         """A stream cut short keeps its visible text and reasoning as `assistant/message{interrupted}`."""
-        assembler, self.assembler = self.assembler, None
-        if assembler is None:
-            return
-        content = assembler.interrupted_content()
+        content = streamed.calls.assembled.interrupted_content()
         if not content:
             return
-        provider, model = self.stream_route
         partial = AssistantMessage(
-            id=self.new_id(), content=content, source=ModelSource(provider=provider, model=model)
+            id=self.new_id(),
+            content=content,
+            source=ModelSource(provider=streamed.provider, model=streamed.model),
         )
         await self.agent.append(
             ModelMessageEvent(
                 data=AssistantMessageData(turn=self.turn, step=self.step, message=partial, interrupted=True),
                 surface_op="append",
-                source_event_seqs=tuple(self.stream_seqs),
+                source_event_seqs=tuple(streamed.seqs),
             )
         )
 
@@ -439,7 +501,6 @@ class _Turn:
     async def abort(self, who: AbortKind) -> None:
         if self.ended:
             return
-        await self.keep_interrupted()
         await self.end(TurnEndReason(kind="aborted", reason=AbortReason(kind=who)))
 
 

@@ -16,6 +16,7 @@ from dsh.runtime.session import STORE, SessionStoreProtocol, SpawnedBy, open_log
 from dsh.runtime.tools import TOOLS
 
 from ._agent import Agent, AgentOptions
+from ._events import SESSION_END, SESSION_START, SessionClosing, SessionOpened
 
 __all__ = ["AGENTS", "AgentRegistry", "last_turn_end", "plugin"]
 
@@ -53,13 +54,13 @@ class AgentRegistry:
             delegation_depth=0 if parent is None else parent.depth + 1,
             spawned_by=spawned_by,
         )
-        async with self._open(info.id, options, parent, fresh=True) as agent:
+        async with self._open(info.id, options, parent, fresh=True, source="startup") as agent:
             yield agent
 
     @asynccontextmanager
     async def resume(self, session_id: str, options: AgentOptions | None = None) -> AsyncIterator[Agent]:
         """Continue a stored session (an open last turn is repaired first)."""
-        async with self._open(session_id, options or AgentOptions(), None) as agent:
+        async with self._open(session_id, options or AgentOptions(), None, source="resume") as agent:
             yield agent
 
     @asynccontextmanager
@@ -93,12 +94,21 @@ class AgentRegistry:
             )
         else:
             info = self.store.fork(session_id, at=boundary, delegation_depth=depth, spawned_by=spawned_by)
-        async with self._open(info.id, options or AgentOptions(), parent, fresh=boundary is None) as agent:
+        source = "startup" if boundary is None else "fork"
+        async with self._open(
+            info.id, options or AgentOptions(), parent, fresh=boundary is None, source=source
+        ) as agent:
             yield agent
 
     @asynccontextmanager
     async def _open(
-        self, session_id: str, options: AgentOptions, parent: Agent | None, *, fresh: bool = False
+        self,
+        session_id: str,
+        options: AgentOptions,
+        parent: Agent | None,
+        *,
+        fresh: bool = False,
+        source: str,
     ) -> AsyncIterator[Agent]:
         # a fresh session has nothing to repair and no seed to mark (spec §1.9); any other is resumed
         async with open_log(self.store, session_id, repair=not fresh) as log:
@@ -108,9 +118,12 @@ class AgentRegistry:
                     async with anyio.create_task_group() as group:
                         agent = Agent(self, scope, log, options, parent=parent, tasks=group)
                         self._live[session_id] = agent
+                        # before `serve`: what a session-start listener queues waits for the first turn
+                        await agent.ctx.emit(SESSION_START, SessionOpened(agent, source))
                         group.start_soon(agent.serve)  # turns started by input, not by the caller
                         try:
                             yield agent
+                            await agent.ctx.emit(SESSION_END, SessionClosing(agent))
                         finally:
                             group.cancel_scope.cancel()
                 except BaseExceptionGroup as grouped:

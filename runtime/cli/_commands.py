@@ -55,7 +55,7 @@ CORE_COMMANDS: dict[str, LazyCommand] = {
     "config": LazyCommand("dsh.runtime.cli.config_cmd:config_app", "Deployment config files."),
     "sessions": LazyCommand(
         "dsh.runtime.cli.sessions_cmd:sessions_app",
-        "Session logs: list, show, export, import, fork, copy, tail.",
+        "Session logs: list, show, stats, title, trace, export, import, fork, copy, tail.",
     ),
 }
 """The core commands, in the order `dsh --help` lists them; a test checks each summary is its command's own."""

@@ -1,13 +1,14 @@
 """`dsh`'s console-script entry point, kept free of imports: `dsh --version` answers from the package metadata
 alone, `dsh --help` from the command table (`_commands`) and `dsh sessions list` from the store (`_sessions_list`)
 when their output is plain text, and anything else loads the typer app (`dsh.runtime.cli.app`), which loads only the
-command that runs."""
+command that runs. First of all, a URL's password on the command line is hidden from other processes (`_argv`)."""
 
 from __future__ import annotations
 
 import sys
 
 from ..about import version
+from ._argv import hide_url_passwords
 
 __all__ = ["main", "version"]
 
@@ -26,6 +27,7 @@ def _tolerant_streams() -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Run `dsh` (see `dsh.runtime.cli.app.main`)."""
+    hide_url_passwords()
     _tolerant_streams()
     args = sys.argv[1:] if argv is None else argv
     if args == ["--version"]:

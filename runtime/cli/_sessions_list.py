@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # typing costs the fast path more than the store does
 __all__ = [
     "COLUMNS",
     "PIPED_WIDTH",
+    "USAGE_COLUMNS",
     "from_rows",
     "in_tree_order",
     "info_json",
@@ -36,6 +37,8 @@ __all__ = [
 
 COLUMNS = ("id", "created (UTC)", "events", "parent", "cwd")
 """The table's columns; the first (ids, copied into --session) never folds, the others fold to fit."""
+USAGE_COLUMNS = ("title", "tokens in/out/cache · cost")
+"""The columns `--usage` adds (typer's path only: the fast path never reads a session's events)."""
 
 
 PIPED_WIDTH = 100_000
@@ -135,10 +138,14 @@ def in_tree_order(sessions: list[dict[str, Any]]) -> list[tuple[dict[str, Any], 
 
 
 def table_rows(
-    sessions: list[dict[str, Any]], *, current: str | None = None
+    sessions: list[dict[str, Any]],
+    *,
+    current: str | None = None,
+    usage: dict[str, tuple[str, str]] | None = None,
 ) -> tuple[str, list[tuple[str, ...]]]:
     """The table's title and rows (one cell per column of `COLUMNS`) of `sessions` (`listed`), each parent's forks
-    and subagents indented under it (`current`, when given, is marked with `*`)."""
+    and subagents indented under it (`current`, when given, is marked with `*`; `usage`, when given, adds the
+    `USAGE_COLUMNS` cells of each session)."""
     rows: list[tuple[str, ...]] = []
     ordered = in_tree_order(sessions)
     branch = _branch()
@@ -153,6 +160,7 @@ def table_rows(
                 str(data["events"]),
                 parent,
                 data["cwd"] or "-",
+                *(() if usage is None else usage.get(data["id"], ("-", "-"))),
             )
         )
     return f"{len(ordered)} session{'' if len(ordered) == 1 else 's'}", rows
@@ -169,10 +177,13 @@ def _branch() -> str:
 
 
 def session_rows(
-    store: SessionStoreProtocol, *, current: str | None = None
+    store: SessionStoreProtocol,
+    *,
+    current: str | None = None,
+    usage: dict[str, tuple[str, str]] | None = None,
 ) -> tuple[str, list[tuple[str, ...]]]:
     """`table_rows` of the store's sessions."""
-    return table_rows(listed(store), current=current)
+    return table_rows(listed(store), current=current, usage=usage)
 
 
 def sessions_json(store: SessionStoreProtocol) -> str:

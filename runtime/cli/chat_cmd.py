@@ -5,7 +5,12 @@ and Ctrl-D exit; slash commands fork the session, list sessions and show the ren
 At a terminal, lines are edited with prompt_toolkit (arrows, Ctrl-R search, a pasted block as one message, history
 kept next to the store file), and a line typed while a turn runs steers it: it is queued in the agent's inbox
 (shown as queued) and enters the turn at its next step (shown as entering); a line the turn never took in (it was
-cancelled, or it ended first) starts the next turn. Piped input is read line by line as it is."""
+cancelled, or it ended first) starts the next turn. Piped input is read line by line as it is.
+
+An approval the turn needs (a tool call a policy or a hook says must be approved) is asked inline: the turn waits,
+visibly, and the next line typed answers it (`o` allow once, `a` allow always, `r [reason]` reject). Slash commands
+the chat does not know itself (`/permission PRESET`, `/approval POLICY`, `/sandbox MODE`) go to the plugin that owns
+them, which logs them `command/run` / `command/done`."""
 
 from __future__ import annotations
 
@@ -29,10 +34,17 @@ from rich.table import Table
 
 from dsh.runtime.agent import (
     AGENTS,
+    COMPACT,
     EVENT,
+    SLASH_COMMAND,
+    STEP_PREVIEW,
     Agent,
     AgentEvent,
     AgentOptions,
+    Compacted,
+    CompactRequest,
+    SlashCommand,
+    StepPreview,
     assemble_context_for,
     last_turn_end,
 )
@@ -53,8 +65,11 @@ from dsh.runtime.kernel import DshError
 from dsh.runtime.llm import TextBlock, UserSource
 from dsh.runtime.prompt import SYSTEM_PROMPT, render_prompt
 from dsh.runtime.session import UserMessage as UserMessageEvent
-from dsh.runtime.session import is_postgres_url
+from dsh.runtime.session import is_postgres_url, redact_url
+from dsh.runtime.tools import ASK, QUESTION
 
+from ._approval import terminal_answerer, terminal_questioner
+from .prompt_cmd import message_source, message_text
 from .sessions_cmd import sessions_table
 
 __all__ = ["COMMANDS", "EditingReader", "Interrupts", "LineReader", "Reader", "chat", "history_path"]
@@ -69,6 +84,10 @@ COMMANDS = {
     "/fork": "fork this session at the end of its last turn and continue in the fork",
     "/sessions": "list the sessions in the store (* marks this one)",
     "/prompt": "show the system prompt this agent's next step would send",
+    "/compact": "compact this session's history now (a summary replaces older messages)",
+    "/permission PRESET": "switch the permission preset: read-only, workspace-write, danger-full-access (interaction)",
+    "/approval POLICY": "switch the approval policy: ask, never, auto-allow (interaction)",
+    "/sandbox MODE": "switch bash's sandbox mode: read-only, workspace-write, danger-full-access (interaction)",
     "/help": "show this help",
     "/exit": "leave (Ctrl-D or Ctrl-C at the prompt do the same)",
 }
@@ -213,6 +232,21 @@ class _Chat:
         self.out = out
         self.err = Console(stderr=True, soft_wrap=True)
         self.interrupts = Interrupts(out)
+        self.awaiting_answer = False  # an approval waits for the next line typed
+        self.reading_ahead = False  # `_queue` reads the lines typed while the turn runs
+        self._answers_in, self._answers = anyio.create_memory_object_stream[str](16)
+        host.ctx.on(ASK, terminal_answerer(out, self._answer_line))
+        host.ctx.on(QUESTION, terminal_questioner(out, self._answer_line))
+
+    async def _answer_line(self) -> str | None:
+        """The next line typed, as the answer to an approval: taken from `_queue` while it reads ahead, else read."""
+        if not self.reading_ahead:
+            return await self.reader.readline()
+        self.awaiting_answer = True
+        try:
+            return await self._answers.receive()
+        finally:
+            self.awaiting_answer = False
 
     async def run(self, opened: AbstractAsyncContextManager[Agent], intro: str) -> str:
         """Converse in `opened`, then in each fork the user asks for; returns the last session's id."""
@@ -259,7 +293,7 @@ class _Chat:
                     continue
                 if word == "/fork":
                     return True
-                await self._command(agent, word)
+                await self._command(agent, word, text[len(word) :])
             else:
                 await self._turn(agent, line)
             if self.interrupts.exiting:
@@ -315,6 +349,7 @@ class _Chat:
             async with anyio.create_task_group() as group:
                 ahead = self.reader.ahead()
                 if ahead is not None:
+                    self.reading_ahead = True
                     group.start_soon(self._queue, agent, ahead, steering)
                 with anyio.CancelScope() as scope:
                     self.interrupts.turn = scope
@@ -324,6 +359,7 @@ class _Chat:
                         self.interrupts.turn = None
                 group.cancel_scope.cancel()
         finally:
+            self.reading_ahead = False
             dispose()
         if steering and not self.interrupts.exiting:
             # the turn ended (or was cancelled) before its next step: the steering starts the next turn
@@ -338,6 +374,9 @@ class _Chat:
                 self.leave_when_done = True
                 return
             text = _KEY_ESCAPES.sub("", line)
+            if self.awaiting_answer:  # the turn waits on an approval: this line answers it
+                await self._answers_in.send(text)
+                continue
             if not text.strip():
                 continue
             self.reader.remember(text)
@@ -354,7 +393,7 @@ class _Chat:
                     highlight=False,
                 )
 
-    async def _command(self, agent: Agent, word: str) -> None:
+    async def _command(self, agent: Agent, word: str, rest: str = "") -> None:
         try:
             if word == "/help":
                 self.out.print(_help())
@@ -364,14 +403,43 @@ class _Chat:
                 assembly = await agent.ctx.get(SYSTEM_PROMPT).assemble(assemble_context_for(agent))
                 system = render_prompt(assembly)
                 self.out.print(system or "(empty: the request carries no system text)", markup=False)
+                added = await agent.ctx.waterfall(STEP_PREVIEW, (), StepPreview(agent.cwd, agent.messages()))
+                for message in added:
+                    self.out.print(
+                        f"[dim]user message ({escape(message_source(message))}):[/]", highlight=False
+                    )
+                    self.out.print(message_text(message), markup=False)
                 names = ", ".join(tool.name for tool in assembly.tools) or "none"
                 self.out.print(f"[dim]tools: {escape(names)}[/]", highlight=False)
+            elif word == "/compact":
+                done = await agent.ctx.waterfall(COMPACT, None, CompactRequest(agent))
+                self.out.print(compact_report(done), highlight=False)
             else:
-                self.out.print(f"[red]unknown command {escape(word)}[/]; /help lists them", highlight=False)
+                reply = await agent.ctx.waterfall(SLASH_COMMAND, None, SlashCommand(agent, word[1:], rest))
+                if reply is None:
+                    self.out.print(
+                        f"[red]unknown command {escape(word)}[/]; /help lists them", highlight=False
+                    )
+                elif reply.kind == "success":
+                    self.out.print(escape(reply.text), highlight=False)
+                else:
+                    self.out.print(f"[red]{escape(reply.text)}[/]", highlight=False)
         except (
             DshError
         ) as error:  # a failed command (a prompt that does not render) is reported; the chat goes on
             self.out.print(f"[bold red]error:[/] {escape(str(error))}", highlight=False)
+
+
+def compact_report(done: Compacted | None) -> str:
+    """One line saying what `/compact` did."""
+    if done is None:
+        return "[yellow]nothing compacts in this deployment: add the compaction plugin[/]"
+    said = f"history {done.before} → {done.after} tokens (estimated)"
+    if done.summarised:
+        said = f"compacted: a summary replaced older messages; {said}"
+    if done.note:
+        said = f"{said}; {escape(done.note)}"
+    return f"[dim]{said}[/]"
 
 
 def _help() -> Table:
@@ -410,11 +478,16 @@ async def _chat(
             await group.start(chat.interrupts.watch)
             last = await chat.run(opened, intro)
             group.cancel_scope.cancel()
+        # the store URL as it may be shown: its password stays in $PGPASSWORD or a passfile, never on the screen
         again = shlex.join(
             ["dsh", "chat", "--session", last]
             + [
                 part
-                for flag, value in (("--config", config), ("--store", store), ("--replay", replay))
+                for flag, value in (
+                    ("--config", config),
+                    ("--store", None if store is None else redact_url(store)),
+                    ("--replay", replay),
+                )
                 if value is not None
                 for part in (flag, str(value))
             ]
@@ -446,7 +519,7 @@ def chat(
 ) -> None:
     """Talk with the deployment's agent in the terminal, one turn per line you type.
 
-    Each turn streams as it arrives. Ctrl-C cancels a running turn (it is logged aborted); Ctrl-C at the prompt or Ctrl-D exits. Slash commands: /fork, /sessions, /prompt, /help, /exit.
+    Each turn streams as it arrives. Ctrl-C cancels a running turn (it is logged aborted); Ctrl-C at the prompt or Ctrl-D exits. Slash commands: /fork, /sessions, /prompt, /compact, /help, /exit.
 
     Example: dsh chat --config coding-agent --session 4f1c2a9e-7b3d-4c8e-9a51-2d6e0f8b3c17
     """

@@ -16,8 +16,10 @@ import anyio
 import msgspec
 import typer
 
+from dsh.runtime.agent import STEP_PREVIEW, StepPreview
 from dsh.runtime.host import deployment_path, hosted, scratch_store
 from dsh.runtime.kernel import load_deployment
+from dsh.runtime.llm import TextBlock, UserMessage
 from dsh.runtime.prompt import (
     SYSTEM_PROMPT,
     AssembleContext,
@@ -27,13 +29,17 @@ from dsh.runtime.prompt import (
     render_prompt,
 )
 
-__all__ = ["prompt"]
+__all__ = ["message_source", "message_text", "prompt"]
 
 # The variables the agent plugin registers: the loop owns these facts (spec/prompt-and-subagents.md §1.11).
 _AGENT_VARIABLES = ("model", "cwd")
 
 
-def _assemble(config: Path, *, model: str | None, cwd: str | None) -> PromptAssembly:
+def _assemble(
+    config: Path, *, model: str | None, cwd: str | None
+) -> tuple[PromptAssembly, tuple[UserMessage, ...]]:
+    """The deployment's assembly, and the messages its plugins would add to a new session's first step (workspace
+    instructions, with `--cwd`)."""
     deployment = load_deployment(config)
     with (
         TemporaryDirectory(prefix="dsh-") as directory,
@@ -42,7 +48,25 @@ def _assemble(config: Path, *, model: str | None, cwd: str | None) -> PromptAsse
     ):
         # The facts `assemble_context_for(agent)` would state for an agent of this deployment.
         facts = {key: value for key, value in (("model", model or deployment.model), ("cwd", cwd)) if value}
-        return anyio.run(host.ctx.get(SYSTEM_PROMPT).assemble, AssembleContext(ctx=host.ctx, facts=facts))
+
+        where = Path(cwd).resolve() if cwd else None
+
+        async def both() -> tuple[PromptAssembly, tuple[UserMessage, ...]]:
+            assembly = await host.ctx.get(SYSTEM_PROMPT).assemble(AssembleContext(ctx=host.ctx, facts=facts))
+            added = await host.ctx.waterfall(STEP_PREVIEW, (), StepPreview(where))
+            return assembly, added
+
+        return anyio.run(both)
+
+
+def message_text(message: UserMessage) -> str:
+    """A user message's text blocks, as the model reads them."""
+    return "\n".join(block.text for block in message.content if isinstance(block, TextBlock))
+
+
+def message_source(message: UserMessage) -> str:
+    """A user message's source kind as the log writes it (`agent-instructions`, `plugin`, ...)."""
+    return str(type(message.source).__struct_config__.tag)
 
 
 def _render(assembly: PromptAssembly) -> str:
@@ -89,12 +113,18 @@ def prompt(
     """
     path = deployment_path(config)
     assert path is not None  # required: deployment_path raised
-    assembly = _assemble(path, model=model, cwd=cwd)
+    assembly, added = _assemble(path, model=model, cwd=cwd)
     system = _render(assembly)
     contexts = render_context_snapshot(assembly)
     tools = msgspec.to_builtins(assembly.tools)
     if as_json:
-        payload = {"system": system, "contexts": contexts, "tools": tools, "variables": assembly.variables}
+        payload = {
+            "system": system,
+            "contexts": contexts,
+            "messages": msgspec.to_builtins(added),
+            "tools": tools,
+            "variables": assembly.variables,
+        }
         typer.echo(json.dumps(payload, indent=2, ensure_ascii=False))
         return
     typer.echo("# system prompt\n")
@@ -102,5 +132,8 @@ def prompt(
     if contexts:
         typer.echo("\n# runtime context snapshot\n")
         typer.echo(contexts)
+    for message in added:
+        typer.echo(f"\n# user message ({message_source(message)})\n")
+        typer.echo(message_text(message))
     typer.echo(f"\n# tools ({len(tools)})\n")
     typer.echo(json.dumps(tools, indent=2, ensure_ascii=False) if tools else "(none)")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -18,6 +19,7 @@ from rich.tree import Tree
 
 from dsh.runtime.host import (
     ByteProgress,
+    ConfigOption,
     StoreOption,
     count_progress,
     open_store,
@@ -25,13 +27,15 @@ from dsh.runtime.host import (
     terminal_stderr,
 )
 from dsh.runtime.jsonlines import MAX_LINE, JsonLimits
-from dsh.runtime.kernel.errors import SessionError
+from dsh.runtime.kernel.errors import ConfigError, SessionError
 from dsh.runtime.llm import Message, ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
 from dsh.runtime.session import (
     AssistantMessage,
     SessionEndSeed,
     SessionInfo,
     SessionStoreProtocol,
+    SessionTitle,
+    SessionTitleData,
     StepEnd,
     StepStart,
     StoredEvent,
@@ -45,19 +49,31 @@ from dsh.runtime.session import (
     copy_sessions,
     event_line,
     export_jsonl,
+    fold_stats,
     follow,
     import_jsonl,
     own_events,
     project,
     redact_url,
+    session_stats,
 )
 
-from ._sessions_list import COLUMNS, PIPED_WIDTH, info_json, link, session_rows, sessions_json, when
+from ._sessions_list import (
+    COLUMNS,
+    PIPED_WIDTH,
+    USAGE_COLUMNS,
+    info_json,
+    link,
+    session_rows,
+    sessions_json,
+    when,
+)
+from ._stats_view import print_stats, resolve_prices, stats_json, turn_line, usage_cell
 
 __all__ = ["sessions_app", "sessions_table"]
 
 sessions_app = typer.Typer(
-    help="Session logs: list, show, export, import, fork, copy, tail.\n\nExample: dsh sessions list --store sessions.db",
+    help="Session logs: list, show, stats, title, trace, export, import, fork, copy, tail.\n\nExample: dsh sessions list --store sessions.db",
     no_args_is_help=True,
 )
 
@@ -73,13 +89,18 @@ def _events(count: int) -> str:
     return f"{count} event{'' if count == 1 else 's'}"
 
 
-def sessions_table(store: SessionStoreProtocol, *, current: str | None = None) -> Table:
+def sessions_table(
+    store: SessionStoreProtocol,
+    *,
+    current: str | None = None,
+    usage: dict[str, tuple[str, str]] | None = None,
+) -> Table:
     """The store's sessions, oldest first, each parent's forks and subagents indented under it, as a table
-    (`current`, when given, is marked with `*`)."""
-    title, rows = session_rows(store, current=current)
+    (`current`, when given, is marked with `*`; `usage`, when given, adds each session's title, tokens and cost)."""
+    title, rows = session_rows(store, current=current, usage=usage)
     table = Table(title=title)
     table.add_column(COLUMNS[0], no_wrap=True)  # ids are copied into --session: never folded
-    for column in COLUMNS[1:]:
+    for column in (*COLUMNS[1:], *(USAGE_COLUMNS if usage is not None else ())):
         table.add_column(column, overflow="fold")
     for row in rows:
         table.add_row(*row)
@@ -95,22 +116,70 @@ def _forked(info: SessionInfo) -> str:
     return f"forked from {info.parent_id} at seq {info.seed_length - 1}"
 
 
-@sessions_app.command("list")
-def list_sessions(store: StoreOption = None, as_json: JsonOption = False) -> None:
-    """List the sessions in the store, oldest first, each parent's forks and subagents indented under it.
+def _table_console() -> Console:
+    """The console a sessions table is printed on: piped with no `COLUMNS`, wide enough that no row is folded to 80
+    columns (a script reading `dsh sessions list | ...` gets one line per session)."""
+    console = Console()
+    if not console.is_terminal and not os.environ.get("COLUMNS"):
+        console = Console(width=PIPED_WIDTH)
+    return console
 
-    Example: dsh sessions list --store sessions.db
+
+UsageOption = Annotated[
+    bool,
+    typer.Option(
+        "--usage",
+        help="Add each session's title, tokens and cost (its own events, read whole: slower on a large store).",
+    ),
+]
+
+
+@sessions_app.command("list")
+def list_sessions(
+    store: StoreOption = None,
+    as_json: JsonOption = False,
+    usage: UsageOption = False,
+    config: ConfigOption = None,
+) -> None:
+    """List the sessions in the store, oldest first, each parent's forks and subagents indented under it.
+    `--usage` adds each session's title, tokens and cost (priced by the deployment of `--config`, else DeepSeek's
+    published prices).
+
+    Example: dsh sessions list --usage --store sessions.db
     """
     with _open(store) as opened:
-        if as_json:
-            typer.echo(sessions_json(opened))
+        if not usage:
+            if as_json:
+                typer.echo(sessions_json(opened))
+            else:
+                _table_console().print(sessions_table(opened))
             return
-        console = Console()
-        if not console.is_terminal and not os.environ.get("COLUMNS"):
-            console = Console(
-                width=PIPED_WIDTH
-            )  # piped: rows are never folded to 80 columns (COLUMNS still rules)
-        console.print(sessions_table(opened))
+        prices = resolve_prices(config)
+        figures = {
+            info.id: session_stats(opened, info.id, prices=prices, children=False)
+            for info in opened.sessions()
+        }
+        if as_json:
+            sessions = json.loads(sessions_json(opened))
+            for data in sessions:
+                each = figures[data["id"]]
+                data.update(
+                    {
+                        name: getattr(each, name)
+                        for name in ("input_tokens", "output_tokens", "reasoning_tokens", "cache_read_tokens")
+                    }
+                )
+                data["cost"] = each.cost
+                data["currency"] = each.currency
+                data["title"] = each.title
+            typer.echo(json.dumps(sessions))
+            return
+        usage_cells = {
+            str(session): (each.title or "-", usage_cell(each, each.currency))
+            for session, each in figures.items()
+        }
+        table = sessions_table(opened, usage=usage_cells)
+        _table_console().print(table)
 
 
 @dataclass(frozen=True)
@@ -192,7 +261,41 @@ _RENDERED = frozenset(
 """The types `show` draws from their data; the others are named in one dim line, their data never decoded."""
 
 
-def _render(console: Console, event: StoredEvent, spawned: dict[tuple[int, int, str], list[str]]) -> None:
+_PIECE = 16_384
+"""The most characters of a message's text handed to rich at once: rich splits rendered rows by repeated
+`str.partition` over the rest of the text, quadratic in a long text's length (a 45 MiB message took minutes). A text
+longer than this is written in pieces without rich's wrapping (a terminal wraps it; a file keeps its lines)."""
+
+
+def _pieces(text: str) -> Iterator[str]:
+    """`text` as rich is given it, its lines indented: runs of whole lines up to about `_PIECE` characters, and a
+    line longer than that cut at its last space before `_PIECE` (or at `_PIECE`, if it has none), so `sessions show`
+    is linear in a message's size. A message of ordinary size is one piece, printed as it always was."""
+    run: list[str] = []
+    size = 0
+    for line in text.split("\n"):
+        while len(line) > _PIECE:
+            cut = line.rfind(" ", 0, _PIECE) + 1 or _PIECE
+            if run:
+                yield "  " + "\n  ".join(run)
+                run, size = [], 0
+            yield "  " + line[:cut]
+            line = line[cut:]
+        run.append(line)
+        size += len(line) + 3
+        if size >= _PIECE:
+            yield "  " + "\n  ".join(run)
+            run, size = [], 0
+    if run:
+        yield "  " + "\n  ".join(run)
+
+
+def _render(
+    console: Console,
+    event: StoredEvent,
+    spawned: dict[tuple[int, int, str], list[str]],
+    turns: dict[int, str] | None = None,
+) -> None:
     kind = event.type
     if kind not in _RENDERED:
         if kind not in ("assistant/chunk", "request/context"):
@@ -214,6 +317,9 @@ def _render(console: Console, event: StoredEvent, spawned: dict[tuple[int, int, 
                 f" {view.data.reason.kind}{_why(view.data.reason)}  (seq {event.seq})",
             )
         )
+        figures = None if turns is None else turns.get(view.data.turn)
+        if figures is not None:
+            console.print(Text(f"  {figures}", style="dim"))
     elif isinstance(view, ToolCall):
         call = view.data
         console.print(Text(f"  → tool/call {call.name} {call.arguments}", style="yellow"))
@@ -231,7 +337,12 @@ def _render(console: Console, event: StoredEvent, spawned: dict[tuple[int, int, 
             who += f" ({view.data.error.code})"
         console.print(Text(f"{who}{replaced}  seq {event.seq}", style="bold cyan"))
         for part, text in _text_of(message):
-            console.print(Text("  " + text.replace("\n", "\n  "), style=_STYLES.get(part, "")))
+            style = _STYLES.get(part, "")
+            if len(text) <= _PIECE:  # rich wraps it to the console's width
+                console.print(Text("  " + text.replace("\n", "\n  "), style=style))
+                continue
+            for piece in _pieces(text):  # a long text is written as is: rich's rendering costs it dearly
+                console.out(piece, style=style or None, highlight=False)
 
 
 @sessions_app.command("show")
@@ -241,8 +352,10 @@ def show(
     ],
     store: StoreOption = None,
     as_json: JsonOption = False,
+    config: ConfigOption = None,
 ) -> None:
-    """Show a session: its forks and subagents as a tree, then its turns, steps, tool calls and messages.
+    """Show a session: its forks and subagents as a tree, then its turns, steps, tool calls and messages, and
+    under each turn's end its figures (steps, model calls, tokens, cost, time; priced as `dsh sessions stats`).
 
     Example: dsh sessions show 4f1c2a9e-7b3d-4c8e-9a51-2d6e0f8b3c17 --store sessions.db
     """
@@ -285,8 +398,118 @@ def show(
             by = node.info.spawned_by
             if by is not None:
                 spawned.setdefault((by.turn, by.step, by.call_id), []).append(node.info.id)
+        figures = fold_stats(session_id, opened.events(session_id), prices=resolve_prices(config))
+        turns = {turn.turn: turn_line(turn, figures.currency) for turn in figures.per_turn}
         for event in opened.events(session_id, skip_types=("assistant/chunk",)):
-            _render(console, event, spawned)
+            _render(console, event, spawned, turns)
+
+
+@sessions_app.command("stats")
+def stats(
+    session_id: Annotated[
+        str, typer.Argument(metavar="ID", help="The session id (or a unique prefix of it).")
+    ],
+    store: StoreOption = None,
+    as_json: JsonOption = False,
+    config: ConfigOption = None,
+) -> None:
+    """What a session cost and where its time went: turns, steps, model calls and retries, tool calls per tool
+    with errors, tokens (input, output, reasoning, cache hits), time to first token and time per model call, tool
+    time, wall time, and cost; then each fork and subagent, and their sums. Prices come from the deployment of
+    `--config` (or $DSH_CONFIG: its `stats` plugin), else DeepSeek's published prices.
+
+    Example: dsh sessions stats 01J5Z3... --json
+    """
+    prices = resolve_prices(config)
+    with _open(store, session_id) as opened:
+        session_id = resolve_session(opened, session_id)
+        figures = session_stats(opened, session_id, prices=prices)
+    if as_json:
+        typer.echo(json.dumps(stats_json(figures)))
+        return
+    print_stats(Console(), figures)
+
+
+@sessions_app.command("title")
+def title(
+    session_id: Annotated[
+        str, typer.Argument(metavar="ID", help="The session id (or a unique prefix of it).")
+    ],
+    text: Annotated[str, typer.Argument(metavar="TEXT", help="The title.")],
+    store: StoreOption = None,
+) -> None:
+    """Name a session by hand: appends `session/title` (source `user`), which `sessions list --usage`, `show` and
+    `stats` show, and which the `titles` plugin never replaces. Refused while another process writes the session.
+
+    Example: dsh sessions title 01J5Z3... "Fix the flaky upload test"
+    """
+    cleaned = " ".join(text.split())
+    if not cleaned:
+        raise SessionError("a title needs some text; got only whitespace")
+    with _open(store, session_id) as opened:
+        session_id = resolve_session(opened, session_id)
+        lease = opened.acquire_lease(session_id)
+        try:
+            last = opened.last_event(session_id)
+            clock = opened.session_clock(session_id)
+            event = SessionTitle(data=SessionTitleData(title=cleaned, source={"kind": "user"}))
+            stored = StoredEvent.from_event(
+                event,
+                seq=opened.length(session_id),
+                time=max(clock.now_ms(), last.time if last is not None else 0),
+            )
+            opened.append_events(session_id, [stored], lease=lease)
+        finally:
+            opened.release_lease(lease)
+    typer.echo(f"session {session_id} is titled {json.dumps(cleaned, ensure_ascii=False)}")
+
+
+TRACE_ENTRY_POINT_GROUP = "dsh.trace"
+"""Where `dsh sessions trace` finds its exporter (runtime imports no plugin): `dsh.plugins.otel:export_stored`."""
+
+
+@sessions_app.command("trace")
+def trace(
+    session_id: Annotated[
+        str, typer.Argument(metavar="ID", help="The session id (or a unique prefix of it).")
+    ],
+    store: StoreOption = None,
+    config: ConfigOption = None,
+    content: Annotated[
+        bool,
+        typer.Option(
+            "--content", help="Also export what the model said and the tools' arguments and results."
+        ),
+    ] = False,
+) -> None:
+    """Export a stored session, its subagents and forks as one OpenTelemetry trace over OTLP/HTTP: a span per
+    turn, model call (GenAI conventions: model, usage, finish reasons) and tool call, at the log's times. Sent where
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else OTEL_EXPORTER_OTLP_ENDPOINT, points (headers from
+    OTEL_EXPORTER_OTLP_HEADERS); needs the `otel` extra.
+
+    Example: dsh sessions trace 01J5Z3... (with OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318)
+    """
+    from importlib.metadata import entry_points
+
+    found = list(entry_points(group=TRACE_ENTRY_POINT_GROUP))
+    if not found:
+        raise ConfigError(
+            f"no trace exporter is installed (nothing in the `{TRACE_ENTRY_POINT_GROUP}` entry-point group); "
+            "dsh.plugins.otel provides it"
+        )
+    try:
+        export = found[0].load()
+    except ImportError as error:
+        raise ConfigError(
+            f"dsh sessions trace needs OpenTelemetry: pip install 'dsh-runtime[otel]' ({error})"
+        ) from error
+    prices = resolve_prices(config)
+    with _open(store, session_id) as opened:
+        session_id = resolve_session(opened, session_id)
+        sent = export(opened, session_id, content=content, prices=prices)
+    typer.echo(
+        f"exported session {session_id}: {sent.spans} spans in trace {sent.trace_id} to {sent.endpoint}"
+    )
 
 
 @sessions_app.command("export")

@@ -6,6 +6,7 @@ or the user's store, and `--replay LOG` swapping the deployment's model for a re
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from contextlib import AbstractAsyncContextManager, contextmanager
 from dataclasses import dataclass, replace
@@ -81,11 +82,12 @@ class Host:
     ) -> AbstractAsyncContextManager[Agent]:
         """`--session ID` resumed (in its own cwd unless `--cwd`; a unique prefix of an id is enough), or a new
         session in `--cwd` or the current directory; with `out`, every agent's events are shown there as they are
-        appended. An unknown session id fails here, before anything is opened."""
+        appended (a failed turn and each retry on stderr). An unknown session id fails here, before anything is opened."""
         from dsh.runtime.agent import AGENTS, EVENT
 
         if out is not None:
-            self.ctx.on(EVENT, TerminalView(out).on_event)
+            err = Console(stderr=True, soft_wrap=True) if out.file is sys.stdout else out
+            self.ctx.on(EVENT, TerminalView(out, err=err).on_event)
         agents = self.ctx.get(AGENTS)
         options = self.options(model=model, provider=provider, cwd=cwd)
         if session is not None:

@@ -57,6 +57,14 @@ def check_store_path(path: Path) -> None:
     from dsh.runtime.kernel.errors import SessionError
     from dsh.runtime.session import SQLITE_MAGIC, STORE_TABLES
 
+    try:
+        path.stat()
+    except (FileNotFoundError, NotADirectoryError):  # a new store, or a missing directory: said below
+        pass
+    except OSError as error:  # unreachable to this user (its mode, a directory on the way)
+        from dsh.runtime.session import StoreError
+
+        raise StoreError(str(path), "cannot-open", error.strerror or str(error)) from error
     if path.is_dir():
         raise SessionError(
             f"--store {path}: a directory; expected a session store file (e.g. {path}/sessions.db)"
@@ -68,8 +76,13 @@ def check_store_path(path: Path) -> None:
         )
     if not path.exists() or path.stat().st_size == 0:
         return
-    with path.open("rb") as handle:
-        magic = handle.read(len(SQLITE_MAGIC))
+    try:
+        with path.open("rb") as handle:
+            magic = handle.read(len(SQLITE_MAGIC))
+    except OSError as error:  # unreadable to this user (its mode, a directory on the way)
+        from dsh.runtime.session import StoreError
+
+        raise StoreError(str(path), "cannot-open", error.strerror or str(error)) from error
     if magic != SQLITE_MAGIC:
         raise SessionError(f"--store {path}: not a dsh session store (not an SQLite database)")
     try:
@@ -79,6 +92,10 @@ def check_store_path(path: Path) -> None:
         finally:
             conn.close()
     except sqlite3.DatabaseError as error:
+        if not _writable(path):  # a read-only file or mount: a WAL store cannot even be read there
+            from dsh.runtime.session import StoreError
+
+            raise StoreError(str(path), "read-only", str(error)) from error
         raise SessionError(f"--store {path}: not a dsh session store ({error})") from error
     if tables and not tables >= STORE_TABLES:
         found = ", ".join(sorted(tables))
@@ -86,6 +103,17 @@ def check_store_path(path: Path) -> None:
             f"--store {path}: an SQLite database but not a dsh session store (its tables: {found}; a dsh store has "
             "sessions and events)"
         )
+
+
+def _writable(path: Path) -> bool:
+    """Whether dsh can write `path` and create files beside it (SQLite's -wal and -shm): not on a read-only mount,
+    not a read-only file, not in a read-only directory."""
+    try:
+        if os.statvfs(path).f_flag & os.ST_RDONLY:
+            return False
+    except OSError:
+        return False
+    return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK | os.X_OK)
 
 
 def open_store(store: str | Path | None, *, looking_for: str | None = None) -> SessionStoreProtocol:

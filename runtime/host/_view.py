@@ -1,5 +1,9 @@
 """`TerminalView`: renders an agent's events as they are appended: reasoning dim, text as it streams, each tool call
-and a short form of its result, and how a turn ended. `dsh run`, `dsh chat` and the replay driver use it."""
+and a short form of its result, each retry of a failed model call (and that the partial answer of the failed attempt
+was discarded), and how a turn ended. `dsh run`, `dsh chat`, `dsh record` and the replay driver use it.
+
+Problems go to `err` (stderr in the CLI), each on one line: a provider's message is folded (newlines and runs of
+blanks to one space) in what is printed; the log keeps it whole."""
 
 from __future__ import annotations
 
@@ -8,8 +12,27 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.markup import escape
 
-from dsh.runtime.llm import BlockEnd, ReasoningDelta, StreamChunk, TextBlock, TextDelta, ToolResultBlock
-from dsh.runtime.session import AssistantChunk, ToolCall, ToolResult, ToolResultData, TurnEnd, TurnEndData
+from dsh.runtime.llm import (
+    BlockEnd,
+    Finish,
+    FinishError,
+    LlmFailure,
+    ReasoningDelta,
+    StreamChunk,
+    TextBlock,
+    TextDelta,
+    ToolResultBlock,
+)
+from dsh.runtime.session import (
+    AssistantChunk,
+    LlmRetry,
+    LlmRetryData,
+    ToolCall,
+    ToolResult,
+    ToolResultData,
+    TurnEnd,
+    TurnEndData,
+)
 
 if TYPE_CHECKING:
     from dsh.runtime.agent import AgentEvent
@@ -20,13 +43,28 @@ _RESULT_LINES = 3
 _ARGUMENT_CHARS = 160
 
 
-class TerminalView:
-    """Prints to `out` what the user should see of a turn."""
+def one_line(text: str) -> str:
+    """`text` with every run of whitespace (newlines included) folded to one space, trimmed."""
+    return " ".join(text.split())
 
-    def __init__(self, out: Console, *, show_reasoning: bool = True) -> None:
+
+def failure_text(failure: LlmFailure) -> str:
+    """A failure as one line: its message folded, its code, and the provider's request id when there is one."""
+    request = f" (request {one_line(failure.request_id)})" if failure.request_id else ""
+    return f"{one_line(failure.message)} [{failure.code}]{request}"
+
+
+class TerminalView:
+    """Prints to `out` what the user should see of a turn, and its problems (a failed turn, a retry) to `err`
+    (`out` when not given)."""
+
+    def __init__(self, out: Console, *, err: Console | None = None, show_reasoning: bool = True) -> None:
         self.out = out
+        self.err = out if err is None else err
         self.show_reasoning = show_reasoning
         self._mode: str | None = None  # "text" | "reasoning" while a block streams
+        self._streamed = False  # the current attempt has printed text or reasoning
+        self._discarded = False  # the last attempt failed after printing some
 
     async def on_event(self, event: AgentEvent) -> None:
         if event.agent.options.background:
@@ -44,17 +82,42 @@ class TerminalView:
             self._line(f"[bold cyan]→ {escape(call.name)}[/] [cyan]{escape(arguments)}[/]")
         elif isinstance(view, ToolResult):
             self._result(view.data)
+        elif isinstance(view, LlmRetry):
+            self._retry(view.data)
         elif isinstance(view, TurnEnd):
             self._turn_end(view.data)
 
     def _chunk(self, chunk: StreamChunk) -> None:
         if isinstance(chunk, TextDelta):
+            self._streamed = True
             self._stream("text", chunk.text)
         elif isinstance(chunk, ReasoningDelta):
             if self.show_reasoning:
+                self._streamed = True
                 self._stream("reasoning", chunk.text)
         elif isinstance(chunk, BlockEnd):
             self._end_block()
+        elif isinstance(chunk, Finish):
+            self._discarded = self._streamed and isinstance(chunk.reason, FinishError)
+            self._streamed = False
+
+    def _retry(self, retry: LlmRetryData) -> None:
+        self._end_block()
+        limit = f"/{retry.max_retries}" if retry.max_retries is not None else ""  # retry n of at most m
+        wait = (
+            f"{retry.delay_ms} ms"
+            if retry.delay_ms < 1000
+            else f"{retry.delay_ms / 1000:.1f}".removesuffix(".0") + " s"
+        )
+        code = retry.failure.code
+        discarded = " [dim](the partial answer above was discarded)[/]" if self._discarded else ""
+        self._discarded = False
+        self.err.print(
+            f"[yellow]retrying ({retry.retry}{limit}) after {escape(code)} in {wait}:[/] "
+            f"{escape(one_line(retry.failure.message))}{discarded}",
+            highlight=False,
+            soft_wrap=True,
+        )
 
     def _stream(self, mode: str, text: str) -> None:
         if self._mode != mode:
@@ -86,8 +149,11 @@ class TerminalView:
         self._end_block()
         reason = end.reason
         if reason.kind == "error" and reason.error is not None:
-            message, code = reason.error.message, reason.error.code
-            self._line(f"[bold red]turn {end.turn} failed:[/] {escape(message)} {escape(f'[{code}]')}")
+            self.err.print(
+                f"[bold red]turn {end.turn} failed:[/] {escape(failure_text(reason.error))}",
+                highlight=False,
+                soft_wrap=True,
+            )
         elif reason.kind == "aborted":
             self._line(f"[yellow]turn {end.turn} aborted[/]")
         elif reason.kind in ("max-tokens", "blocked"):

@@ -10,6 +10,8 @@ import difflib
 import importlib
 import os
 import re
+import stat
+import sys
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -217,7 +219,13 @@ def plugin_target(use: str, *, plugin: str = "") -> str:
     """The `module:attribute` that `use` names: a short name from the `dsh.plugins` entry points (or, if none has
     that name, a top-level module's `plugin`), a dotted module (its `plugin` attribute) or `module:attribute`.
     Nothing is imported here (a top-level name's package is only looked up)."""
-    if not use or use != use.strip() or any(part == "" for part in use.partition(":")[0].split(".")):
+    module, colon, attribute = use.partition(":")
+    if (
+        not use
+        or use != use.strip()
+        or any(part == "" for part in module.split("."))
+        or (colon and not attribute.isidentifier())
+    ):
         raise ConfigError(
             f"`use: {use!r}` is not a plugin name; write a short name such as `tool_fs`, a module such as "
             '"package.module" or "package.module:attribute"',
@@ -253,16 +261,94 @@ def plugin_target(use: str, *, plugin: str = "") -> str:
     return names[use]
 
 
+def _binds(statements: list[Any], name: str) -> bool:
+    """Whether module-level `statements` may bind `name`: an assignment, import, def or class of it (inside a
+    top-level `if`/`try`/`with` too), a star import or a module `__getattr__` (which may provide any name)."""
+    import ast
+
+    for node in statements:
+        if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(sub, ast.Name) and sub.id == name for t in targets for sub in ast.walk(t)):
+                return True
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            for alias in node.names:
+                if alias.name == "*" or (alias.asname or alias.name.partition(".")[0]) == name:
+                    return True
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            if node.name in (name, "__getattr__"):
+                return True
+        elif isinstance(node, ast.If | ast.Try | ast.With):
+            blocks = [node.body, getattr(node, "orelse", []), getattr(node, "finalbody", [])]
+            blocks += [handler.body for handler in getattr(node, "handlers", [])]
+            if any(_binds(block, name) for block in blocks):
+                return True
+    return False
+
+
+def _check_declares(use: str, module_name: str, attribute: str, *, plugin: str) -> None:
+    """Refuse, before importing anything of it, a module that cannot hold the plugin `use` names: none by that name
+    (`importlib.util.find_spec`), a built-in one, or one whose source binds no `attribute` (`use: this` is refused
+    without printing the Zen of Python). A module without source to read is left to the import."""
+    import importlib.util
+
+    def refuse(why: str) -> ConfigError:
+        return ConfigError(
+            f'`use: {use}` {why}; expected a short plugin name, "package.module" or "package.module:attribute" '
+            "naming a Plugin value",
+            plugin=plugin,
+            path="$.use",
+        )
+
+    try:
+        spec = importlib.util.find_spec(
+            module_name
+        )  # a dotted name's parent packages are imported, as they must be
+    except (ImportError, ValueError) as error:
+        raise refuse(f"names no module ({error})") from None
+    except Exception as error:  # a parent package that fails to import
+        raise refuse(f"does not import: {type(error).__name__}: {error}") from None
+    if spec is None:
+        raise refuse(f"does not import: no module named {module_name}")
+    if spec.origin in ("built-in", "frozen") or (spec.origin is None and not spec.submodule_search_locations):
+        raise refuse(f"names {module_name}, a module built into Python, which holds no dsh plugin")
+    if spec.origin is None:  # a namespace package: no code of its own
+        raise refuse(f"names {module_name}, a namespace package with no `{attribute}`")
+    if not spec.origin.endswith(".py"):
+        return  # compiled: nothing to read before importing it
+    import ast
+
+    try:
+        source = Path(spec.origin).read_bytes()
+        tree = ast.parse(source, filename=spec.origin)
+    except (OSError, SyntaxError, ValueError) as error:
+        raise refuse(f"names {module_name}, whose source {spec.origin} does not parse: {error}") from None
+    if not _binds(tree.body, attribute):
+        raise refuse(f"names {module_name} ({spec.origin}), which defines no `{attribute}`")
+
+
 def resolve_plugin(use: str, *, plugin: str = "") -> Plugin[Any]:
-    """The `Plugin` that `use` names (see `plugin_target`), imported and checked to be one."""
+    """The `Plugin` that `use` names (see `plugin_target`), imported and checked to be one. The module is first
+    looked up and its source read (`_check_declares`), so a module that cannot hold the plugin never runs; what a
+    plugin module prints while it is imported goes to stderr (stdout may be a protocol's, as `dsh acp`'s is)."""
+    import contextlib
+
     target = plugin_target(use, plugin=plugin)
     module_name, _, attribute = target.partition(":")
+    _check_declares(use, module_name, attribute, plugin=plugin)
     try:
-        module = importlib.import_module(module_name)
+        with contextlib.redirect_stdout(sys.stderr):
+            module = importlib.import_module(module_name)
     except ImportError as error:
         raise ConfigError(
             f'`use: {use}` does not import: {error}; expected a short plugin name, "package.module" or '
             '"package.module:attribute"',
+            plugin=plugin,
+            path="$.use",
+        ) from error
+    except Exception as error:  # the module's own code failed: its error, named, is the config's problem
+        raise ConfigError(
+            f"`use: {use}`: importing {module_name} raised {type(error).__name__}: {error}",
             plugin=plugin,
             path="$.use",
         ) from error
@@ -393,15 +479,61 @@ def _key_line(text: str, key: str) -> int | None:
     return None if found is None else text.count("\n", 0, found.start()) + 1
 
 
+DEPLOYMENT_MAX_BYTES = 1 << 20
+"""The largest deployment file dsh reads (a deployment is a few KiB): `/dev/zero` or a huge file is refused, not
+read until memory runs out."""
+
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def read_config_file(path: str | Path, *, max_bytes: int = DEPLOYMENT_MAX_BYTES) -> str:
+    """The text of a config file: a regular file (a FIFO, a device, a directory are refused, without waiting on
+    them) of at most `max_bytes`, in UTF-8; anything else is a `ConfigError` naming the file and what it is."""
+    file = str(path)
+    try:
+        # O_NONBLOCK: opening a FIFO returns at once instead of waiting for a writer (no effect on a regular file)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as error:
+        raise ConfigError(f"cannot read the deployment file: {error.strerror}", file=file) from error
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+        raise ConfigError(f"the deployment file is {kind}; expected a regular YAML file", file=file)
+    with os.fdopen(fd, "rb") as handle:
+        try:
+            data = handle.read(max_bytes + 1)
+        except OSError as error:
+            raise ConfigError(f"cannot read the deployment file: {error.strerror}", file=file) from error
+    if len(data) > max_bytes:
+        raise ConfigError(
+            f"the deployment file is larger than {max_bytes:,} bytes; a deployment is a short YAML file",
+            file=file,
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        raise ConfigError(
+            f"the deployment file is not UTF-8 text (byte {data[error.start]:#04x} at offset {error.start}); save it "
+            "as UTF-8",
+            file=file,
+            line=line,
+        ) from None
+
+
 def load_deployment(path: str | Path, *, env: Mapping[str, str] | None = None) -> Deployment:
     """Read and validate a deployment file: YAML syntax, its shape, `${ENV}` references, every `use` path and
     every plugin's config. No plugin is applied."""
     file = str(path)
     env = os.environ if env is None else env
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as error:
-        raise ConfigError(f"cannot read the deployment file: {error.strerror}", file=file) from error
+    text = read_config_file(path)
     try:
         raw = load_yaml(text, name=file, loader=_LineLoader)  # _LineLoader is a bounded SafeLoader
     except yaml.YAMLError as error:

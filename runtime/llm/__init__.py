@@ -29,6 +29,8 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from ._content import CallId as CallId
     from ._content import ContentBlock as ContentBlock
     from ._content import ImageBlock as ImageBlock
+    from ._content import InstructionChange as InstructionChange
+    from ._content import InstructionsSource as InstructionsSource
     from ._content import Message as Message
     from ._content import MessageId as MessageId
     from ._content import MessageSource as MessageSource
@@ -56,6 +58,7 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from ._request import LlmRequest as LlmRequest
     from ._request import ToolSpec as ToolSpec
     from ._runtime import LLM as LLM
+    from ._runtime import CallStream as CallStream
     from ._runtime import LlmRuntime as LlmRuntime
     from ._runtime import plugin as plugin
 
@@ -87,11 +90,14 @@ __all__ = [
     "LlmCallError",
     "LlmFailure",
     "LlmRequest",
+    "CallStream",
     "LlmRuntime",
     "Message",
     "MessageId",
     "MessageSource",
     "ModelSource",
+    "InstructionChange",
+    "InstructionsSource",
     "OtherSource",
     "PluginSource",
     "ProviderConflictError",
@@ -148,6 +154,8 @@ _LAZY = {
     "MessageId": "._content",
     "MessageSource": "._content",
     "ModelSource": "._content",
+    "InstructionChange": "._content",
+    "InstructionsSource": "._content",
     "OtherSource": "._content",
     "PluginSource": "._content",
     "ReasoningBlock": "._content",
@@ -171,6 +179,7 @@ _LAZY = {
     "LlmRequest": "._request",
     "ToolSpec": "._request",
     "LLM": "._runtime",
+    "CallStream": "._runtime",
     "LlmRuntime": "._runtime",
     "plugin": "._runtime",
 }

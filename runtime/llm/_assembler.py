@@ -7,6 +7,7 @@ authoritative (replayed compaction streams have no deltas); when deltas were str
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import cast
 
 from ._chunks import (
     BlockEnd,
@@ -52,6 +53,12 @@ class _Open:
         return ToolCallBlock(self.id or CallId(""), self.name or "", text)
 
 
+_DELTA_KIND: dict[type[StreamChunk], BlockType] = {
+    TextDelta: "text",
+    ReasoningDelta: "reasoning",
+    ToolCallDelta: "tool-call",
+}
+
 _KIND: dict[type[AssistantBlock], BlockType] = {
     TextBlock: "text",
     ReasoningBlock: "reasoning",
@@ -88,7 +95,24 @@ class BlockAssembler:
         self._count += 1
         if self.finish is not None:
             raise ChunkProtocolError(f"a {_tag(chunk)} chunk after finish", index=position)
-        if isinstance(chunk, BlockStart):
+        expected = _DELTA_KIND.get(type(chunk))
+        if expected is not None:  # the deltas first: nearly every chunk is one
+            delta = cast("TextDelta | ReasoningDelta | ToolCallDelta", chunk)
+            block = self._open.get(delta.index)
+            if block is None:
+                block = self._expect_open(delta.index, position, _tag(chunk))
+            if block.block_type != expected:
+                raise ChunkProtocolError(
+                    f"{_tag(chunk)} for block {delta.index}, which is a {block.block_type} block",
+                    index=position,
+                )
+            if expected == "tool-call":
+                call = cast(ToolCallDelta, delta)
+                self._merge_call(block, call, position)
+                block.parts.append(call.arguments_delta)
+            else:
+                block.parts.append(cast("TextDelta | ReasoningDelta", delta).text)
+        elif isinstance(chunk, BlockStart):
             if chunk.index < 0 or chunk.index in self._seen:
                 raise ChunkProtocolError(
                     f"block-start reuses index {chunk.index}"
@@ -99,25 +123,6 @@ class BlockAssembler:
             self._seen.add(chunk.index)
             self._kinds[chunk.index] = chunk.block_type
             self._open[chunk.index] = _Open(chunk.block_type)
-        elif isinstance(chunk, TextDelta | ReasoningDelta | ToolCallDelta):
-            block = self._expect_open(chunk.index, position, _tag(chunk))
-            expected: BlockType = (
-                "text"
-                if isinstance(chunk, TextDelta)
-                else "reasoning"
-                if isinstance(chunk, ReasoningDelta)
-                else "tool-call"
-            )
-            if block.block_type != expected:
-                raise ChunkProtocolError(
-                    f"{_tag(chunk)} for block {chunk.index}, which is a {block.block_type} block",
-                    index=position,
-                )
-            if isinstance(chunk, ToolCallDelta):
-                self._merge_call(block, chunk, position)
-                block.parts.append(chunk.arguments_delta)
-            else:
-                block.parts.append(chunk.text)
         elif isinstance(chunk, BlockEnd):
             block = self._expect_open(chunk.index, position, "block-end")
             kind = _KIND[type(chunk.block)]
@@ -137,6 +142,7 @@ class BlockAssembler:
         elif isinstance(chunk, UsageChunk):
             self.usage = chunk.usage
         else:
+            chunk = cast(Finish, chunk)  # the deltas were taken first
             if self._open and isinstance(chunk.reason, FinishMaxTokens):
                 # the output limit cut the stream: a tool call still streaming is discarded (never run), text and
                 # reasoning keep what streamed (the original's behaviour)

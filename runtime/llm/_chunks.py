@@ -172,10 +172,13 @@ class Finish(
     omit_defaults=True,
     kw_only=True,
 ):
-    """The terminal chunk: exactly one per call, and last. `replay_state` is opaque provider state."""
+    """The terminal chunk: exactly one per call, and last. `replay_state` is opaque provider state.
+    `provider_reason` is the server's own finish value (`finish_reason` on the wire) when an adapter logged another
+    reason so that the finish agrees with the message (a `stop` sent with tool calls is `tool-calls`)."""
 
     reason: FinishReason
     replay_state: Any = None
+    provider_reason: str | None = None
 
 
 StreamChunk = BlockStart | TextDelta | ReasoningDelta | ToolCallDelta | BlockEnd | UsageChunk | Finish

@@ -9,7 +9,7 @@ frozen, tagged msgspec Structs: `text`, `reasoning`, `image`, `tool-call`, `tool
 
 from __future__ import annotations
 
-from typing import Any, NewType
+from typing import Any, Literal, NewType
 
 import msgspec
 
@@ -99,11 +99,13 @@ class PluginSource(
     omit_defaults=True,
     kw_only=True,
 ):
-    """A plugin injected it (runtime context, a compaction checkpoint...)."""
+    """A plugin injected it (runtime context, a compaction checkpoint, a notice...). `summary`: a notice's one-line
+    gist (`read \u00d7 3`), as the original writes it."""
 
     plugin: str
     form: str | None = None
     compaction_id: str | None = None
+    summary: str | None = None
 
 
 class ToolSource(msgspec.Struct, frozen=True, tag_field="kind", tag="tool", rename="camel"):
@@ -128,6 +130,37 @@ class ModelSource(
     replay_state: Any = None
 
 
+class InstructionChange(msgspec.Struct, frozen=True, omit_defaults=True, kw_only=True):
+    """One workspace instruction file's transition: `set` (loaded), `replace` (its content changed) or `remove`.
+    `scope` is the file's directory and name joined by NUL (`nested\u0000AGENTS.md`), `path` the file relative to
+    the project root, `digest` the SHA-1 of the exact text sent (absent on `remove`)."""
+
+    action: Literal["set", "replace", "remove"]
+    scope: str
+    path: str
+    digest: str | None = None
+
+
+class InstructionsSource(
+    msgspec.Struct,
+    frozen=True,
+    tag_field="kind",
+    tag="agent-instructions",
+    rename="camel",
+    omit_defaults=True,
+    kw_only=True,
+):
+    """Workspace instructions (AGENTS.md, CLAUDE.md) the `instructions` plugin sent, as the original writes them:
+    `form` `instructions`, `baseline` set on a message that carries the whole root-to-cwd baseline, with the
+    discovery settings it was made under (`baseline_identity`, wire `baselineIdentity`, a JSON text), and each file's
+    transition in `changes`: what a later step compares the workspace with."""
+
+    form: str
+    baseline: bool = False
+    baseline_identity: str | None = None
+    changes: tuple[InstructionChange, ...] = ()
+
+
 class OtherSource(msgspec.Struct, frozen=True, tag_field="kind", tag="other", kw_only=True):
     """A source kind dsh does not model: the original's plugins add their own (`subagent-report`,
     `subagent-settled`, ...). `name` is the kind as written (the session log reads such a message as this, and keeps
@@ -136,7 +169,7 @@ class OtherSource(msgspec.Struct, frozen=True, tag_field="kind", tag="other", kw
     name: str
 
 
-MessageSource = UserSource | PluginSource | ToolSource | ModelSource | OtherSource
+MessageSource = UserSource | PluginSource | ToolSource | ModelSource | InstructionsSource | OtherSource
 
 
 class UserMessage(msgspec.Struct, frozen=True, tag_field="role", tag="user", kw_only=True):
@@ -144,7 +177,7 @@ class UserMessage(msgspec.Struct, frozen=True, tag_field="role", tag="user", kw_
 
     id: MessageId
     content: tuple[UserBlock, ...]
-    source: UserSource | PluginSource | ToolSource | OtherSource = UserSource()
+    source: UserSource | PluginSource | ToolSource | InstructionsSource | OtherSource = UserSource()
 
 
 class AssistantMessage(msgspec.Struct, frozen=True, tag_field="role", tag="assistant", kw_only=True):

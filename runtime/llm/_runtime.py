@@ -9,6 +9,10 @@ Cancellation is not a failure: an anyio cancellation (or `aclose()` by the calle
 yields no chunk, because a cancelled task cannot deliver one and swallowing it would break the caller's cancel
 scope. The recorded logs agree: a cancelled call has no `finish` (the loop logs the interruption itself). The
 `ABORTED` code and `finish{aborted}` exist for recorded logs and replay overrides; no live path produces them.
+
+The stream is assembled here, once: `CallStream.assembled` holds exactly the chunks its consumer has received
+(each is fed before it is handed over), so a caller reads the call's blocks, usage and finish from it, and a
+caller cancelled mid-stream reads what it received so far.
 """
 
 from __future__ import annotations
@@ -36,11 +40,40 @@ from ._chunks import (
 from ._errors import ChunkProtocolError, ContextWindowError, LlmCallError, ProviderConflictError, error_chain
 from ._request import LlmAdapter, LlmRequest
 
-__all__ = ["LLM", "LlmRuntime", "plugin"]
+__all__ = ["LLM", "CallStream", "LlmRuntime", "plugin"]
 
 log = logging.getLogger("dsh.llm")
 
 _CHUNK_TYPES = (BlockStart, TextDelta, ReasoningDelta, ToolCallDelta, BlockEnd, UsageChunk, Finish)
+
+
+class CallStream:
+    """The chunks of one call (an async iterator; close it with `contextlib.aclosing`) and `assembled`, their
+    assembly: every chunk the consumer has received, and no other."""
+
+    __slots__ = ("_chunks", "assembled")
+
+    def __init__(self, chunks: AsyncGenerator[StreamChunk, None], assembled: BlockAssembler) -> None:
+        self._chunks = chunks
+        self.assembled = assembled
+
+    def __aiter__(self) -> CallStream:
+        return self
+
+    async def __anext__(self) -> StreamChunk:
+        return await self._chunks.__anext__()
+
+    async def aclose(self) -> None:
+        await self._chunks.aclose()
+
+    async def drain(self) -> BlockAssembler:
+        """Consume the rest of the stream (closing it) and return the whole call's assembly."""
+        try:
+            async for _ in self._chunks:
+                pass
+        finally:
+            await self._chunks.aclose()
+        return self.assembled
 
 
 class LlmRuntime:
@@ -98,13 +131,19 @@ class LlmRuntime:
             raise ContextWindowError(provider, model, window)
         return window
 
-    async def stream(self, request: LlmRequest) -> AsyncGenerator[StreamChunk, None]:
-        """The chunks of one call, ending with exactly one `finish`. Close it (`contextlib.aclosing`) when you stop
-        early; cancellation propagates and yields nothing."""
+    def stream(self, request: LlmRequest) -> CallStream:
+        """The chunks of one call, ending with exactly one `finish`, and their assembly. Close it
+        (`contextlib.aclosing`) when you stop early; cancellation propagates and yields nothing."""
+        assembler = BlockAssembler()
+        return CallStream(self._chunks(request, assembler), assembler)
+
+    async def _chunks(
+        self, request: LlmRequest, assembler: BlockAssembler
+    ) -> AsyncGenerator[StreamChunk, None]:
         adapter = self._adapters.get(request.provider)
         if adapter is None:
             known = ", ".join(self.providers()) or "none"
-            yield Finish(
+            unknown = Finish(
                 reason=FinishError(
                     LlmFailure(
                         message=f'no adapter is registered for provider "{request.provider}"; '
@@ -113,8 +152,9 @@ class LlmRuntime:
                     )
                 )
             )
+            assembler.feed(unknown)
+            yield unknown
             return
-        assembler = BlockAssembler()
         failure: LlmFailure
         try:
             iterator = aiter(adapter.stream(request))
@@ -152,8 +192,12 @@ class LlmRuntime:
             finally:
                 await _close(iterator, request.provider)
         for index, block in assembler.open_blocks():
-            yield BlockEnd(index=index, block=block)
-        yield Finish(reason=FinishError(failure))
+            closing = BlockEnd(index=index, block=block)
+            assembler.feed(closing)
+            yield closing
+        finish = Finish(reason=FinishError(failure))
+        assembler.feed(finish)
+        yield finish
 
 
 LLM = ServiceKey[LlmRuntime]("llm")

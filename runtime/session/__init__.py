@@ -16,6 +16,8 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from ._errors import SessionInUseError as SessionInUseError
     from ._errors import SessionNotFoundError as SessionNotFoundError
     from ._errors import StoreConnectError as StoreConnectError
+    from ._errors import StoreError as StoreError
+    from ._errors import StoreRowError as StoreRowError
     from ._errors import StoreSchemaError as StoreSchemaError
     from ._errors import UnsupportedVersionError as UnsupportedVersionError
     from ._events import EVENT_TYPES as EVENT_TYPES
@@ -23,11 +25,23 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from ._events import SURFACE_TYPES as SURFACE_TYPES
     from ._events import AbortKind as AbortKind
     from ._events import AbortReason as AbortReason
+    from ._events import ApprovalAsked as ApprovalAsked
+    from ._events import ApprovalAskedData as ApprovalAskedData
+    from ._events import ApprovalDecided as ApprovalDecided
+    from ._events import ApprovalDecidedData as ApprovalDecidedData
+    from ._events import ApprovalOutcome as ApprovalOutcome
+    from ._events import ApprovalPolicy as ApprovalPolicy
+    from ._events import ApprovalPolicyData as ApprovalPolicyData
     from ._events import AssistantChunk as AssistantChunk
     from ._events import AssistantChunkData as AssistantChunkData
     from ._events import AssistantMessage as AssistantMessage
     from ._events import AssistantMessageData as AssistantMessageData
     from ._events import BracketData as BracketData
+    from ._events import CommandDone as CommandDone
+    from ._events import CommandDoneData as CommandDoneData
+    from ._events import CommandRun as CommandRun
+    from ._events import CommandRunData as CommandRunData
+    from ._events import CommandSource as CommandSource
     from ._events import CompactionEnd as CompactionEnd
     from ._events import CompactionPrune as CompactionPrune
     from ._events import CompactionStart as CompactionStart
@@ -38,6 +52,10 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from ._events import Event as Event
     from ._events import HeaderConfig as HeaderConfig
     from ._events import HeaderReason as HeaderReason
+    from ._events import HookInvoked as HookInvoked
+    from ._events import HookInvokedData as HookInvokedData
+    from ._events import HookResult as HookResult
+    from ._events import HookResultData as HookResultData
     from ._events import InboxSpliced as InboxSpliced
     from ._events import InboxSplicedData as InboxSplicedData
     from ._events import InboxTarget as InboxTarget
@@ -51,16 +69,22 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from ._events import LlmRetryStarted as LlmRetryStarted
     from ._events import LlmRetryStartedData as LlmRetryStartedData
     from ._events import OpaqueEvent as OpaqueEvent
+    from ._events import PermissionPreset as PermissionPreset
+    from ._events import PermissionPresetData as PermissionPresetData
     from ._events import PruneData as PruneData
     from ._events import Replace as Replace
     from ._events import RequestContext as RequestContext
     from ._events import RequestContextData as RequestContextData
     from ._events import RequestHeader as RequestHeader
     from ._events import RequestHeaderData as RequestHeaderData
+    from ._events import SandboxMode as SandboxMode
+    from ._events import SandboxModeData as SandboxModeData
     from ._events import SessionEndSeed as SessionEndSeed
     from ._events import SessionHeader as SessionHeader
     from ._events import SessionTitle as SessionTitle
     from ._events import SessionTitleData as SessionTitleData
+    from ._events import SessionTitleLlmRequest as SessionTitleLlmRequest
+    from ._events import SessionTitleLlmRequestData as SessionTitleLlmRequestData
     from ._events import ShadowedRange as ShadowedRange
     from ._events import StepData as StepData
     from ._events import StepEnd as StepEnd
@@ -70,6 +94,7 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from ._events import SubagentDescriptorData as SubagentDescriptorData
     from ._events import SummaryData as SummaryData
     from ._events import SurfaceOp as SurfaceOp
+    from ._events import TitleRoute as TitleRoute
     from ._events import Todo as Todo
     from ._events import TodoWrite as TodoWrite
     from ._events import TodoWriteData as TodoWriteData
@@ -96,9 +121,7 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from ._jsonl import write_jsonl as write_jsonl
     from ._log import SessionLog as SessionLog
     from ._log import open_log as open_log
-    from ._open import is_postgres_url as is_postgres_url
     from ._open import open_store as open_store
-    from ._open import redact_url as redact_url
     from ._projection import PROJECTED_TYPES as PROJECTED_TYPES
     from ._projection import ProjectedMessage as ProjectedMessage
     from ._projection import Projection as Projection
@@ -123,6 +146,18 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from ._services import SessionId as SessionId
     from ._services import SystemClock as SystemClock
     from ._services import UuidIds as UuidIds
+    from ._stats import PRICES as PRICES
+    from ._stats import CallStats as CallStats
+    from ._stats import Figures as Figures
+    from ._stats import Price as Price
+    from ._stats import PriceTable as PriceTable
+    from ._stats import SessionStats as SessionStats
+    from ._stats import ToolRun as ToolRun
+    from ._stats import ToolStats as ToolStats
+    from ._stats import TurnStats as TurnStats
+    from ._stats import fold_stats as fold_stats
+    from ._stats import ordered_tools as ordered_tools
+    from ._stats import session_stats as session_stats
     from ._store import LEASE_TTL_MS as LEASE_TTL_MS
     from ._store import Lease as Lease
     from ._store import SessionInfo as SessionInfo
@@ -130,16 +165,33 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from ._store import SpawnedBy as SpawnedBy
     from ._tail import follow as follow
     from ._tail import tail_start as tail_start
+    from ._urls import is_postgres_url as is_postgres_url
+    from ._urls import redact as redact
+    from ._urls import redact_url as redact_url
+    from ._urls import url_password as url_password
 
 __all__ = [
     "AbortKind",
     "AbortReason",
+    "ApprovalAsked",
+    "ApprovalAskedData",
+    "ApprovalDecided",
+    "ApprovalDecidedData",
+    "ApprovalOutcome",
+    "ApprovalPolicy",
+    "ApprovalPolicyData",
     "AssistantChunk",
     "AssistantChunkData",
     "AssistantMessage",
     "AssistantMessageData",
     "BracketData",
+    "CallStats",
     "Clock",
+    "CommandDone",
+    "CommandDoneData",
+    "CommandRun",
+    "CommandRunData",
+    "CommandSource",
     "CompactionEnd",
     "CompactionPrune",
     "CompactionStart",
@@ -151,9 +203,14 @@ __all__ = [
     "EpochHeader",
     "Event",
     "FORMAT_VERSION",
+    "Figures",
     "FixedClock",
     "HeaderConfig",
     "HeaderReason",
+    "HookInvoked",
+    "HookInvokedData",
+    "HookResult",
+    "HookResultData",
     "IdMinter",
     "InboxItem",
     "InboxSpliced",
@@ -178,7 +235,12 @@ __all__ = [
     "LogState",
     "OpaqueEvent",
     "OpenTurnError",
+    "PRICES",
     "PROJECTED_TYPES",
+    "PermissionPreset",
+    "PermissionPresetData",
+    "Price",
+    "PriceTable",
     "ProjectedMessage",
     "Projection",
     "PruneData",
@@ -193,6 +255,8 @@ __all__ = [
     "STORE",
     "STORE_TABLES",
     "SURFACE_TYPES",
+    "SandboxMode",
+    "SandboxModeData",
     "SessionBusyError",
     "SessionEndSeed",
     "SessionExistsError",
@@ -202,16 +266,21 @@ __all__ = [
     "SessionInfo",
     "SessionLog",
     "SessionNotFoundError",
+    "SessionStats",
     "SessionStore",
     "SessionStoreProtocol",
     "SessionTitle",
     "SessionTitleData",
+    "SessionTitleLlmRequest",
+    "SessionTitleLlmRequestData",
     "ShadowedRange",
     "SpawnedBy",
     "StepData",
     "StepEnd",
     "StepStart",
     "StoreConnectError",
+    "StoreError",
+    "StoreRowError",
     "StoreSchemaError",
     "StoredEvent",
     "SubagentDescriptor",
@@ -220,6 +289,7 @@ __all__ = [
     "SurfaceNode",
     "SurfaceOp",
     "SystemClock",
+    "TitleRoute",
     "Todo",
     "TodoWrite",
     "TodoWriteData",
@@ -228,12 +298,15 @@ __all__ = [
     "ToolResult",
     "ToolResultData",
     "ToolResultError",
+    "ToolRun",
+    "ToolStats",
     "TurnEnd",
     "TurnEndData",
     "TurnEndKind",
     "TurnEndReason",
     "TurnStart",
     "TurnStartData",
+    "TurnStats",
     "UnsupportedVersionError",
     "UserMessage",
     "UuidIds",
@@ -246,19 +319,24 @@ __all__ = [
     "encode_data",
     "event_line",
     "export_jsonl",
+    "fold_stats",
     "follow",
     "import_jsonl",
     "is_postgres_url",
     "load_state",
     "open_log",
     "open_store",
+    "ordered_tools",
     "own_events",
     "project",
     "read_jsonl",
     "read_listing",
+    "redact",
     "redact_url",
     "resume",
+    "session_stats",
     "tail_start",
+    "url_password",
     "write_jsonl",
 ]
 
@@ -277,6 +355,8 @@ _LAZY = {
     "SessionInUseError": "._errors",
     "SessionNotFoundError": "._errors",
     "StoreConnectError": "._errors",
+    "StoreError": "._errors",
+    "StoreRowError": "._errors",
     "StoreSchemaError": "._errors",
     "UnsupportedVersionError": "._errors",
     "EVENT_TYPES": "._events",
@@ -307,6 +387,26 @@ _LAZY = {
     "JobSettledData": "._events",
     "JobStarted": "._events",
     "JobStartedData": "._events",
+    "ApprovalPolicy": "._events",
+    "ApprovalAsked": "._events",
+    "ApprovalDecided": "._events",
+    "PermissionPreset": "._events",
+    "SandboxMode": "._events",
+    "CommandRun": "._events",
+    "CommandDone": "._events",
+    "HookInvoked": "._events",
+    "HookResult": "._events",
+    "ApprovalPolicyData": "._events",
+    "ApprovalAskedData": "._events",
+    "ApprovalDecidedData": "._events",
+    "PermissionPresetData": "._events",
+    "SandboxModeData": "._events",
+    "CommandRunData": "._events",
+    "CommandDoneData": "._events",
+    "HookInvokedData": "._events",
+    "HookResultData": "._events",
+    "ApprovalOutcome": "._events",
+    "CommandSource": "._events",
     "LlmRetry": "._events",
     "LlmRetryData": "._events",
     "LlmRetryStarted": "._events",
@@ -322,6 +422,9 @@ _LAZY = {
     "SessionHeader": "._events",
     "SessionTitle": "._events",
     "SessionTitleData": "._events",
+    "SessionTitleLlmRequest": "._events",
+    "SessionTitleLlmRequestData": "._events",
+    "TitleRoute": "._events",
     "ShadowedRange": "._events",
     "StepData": "._events",
     "StepEnd": "._events",
@@ -357,9 +460,7 @@ _LAZY = {
     "write_jsonl": "._jsonl",
     "SessionLog": "._log",
     "open_log": "._log",
-    "is_postgres_url": "._open",
     "open_store": "._open",
-    "redact_url": "._open",
     "PROJECTED_TYPES": "._projection",
     "ProjectedMessage": "._projection",
     "Projection": "._projection",
@@ -389,7 +490,23 @@ _LAZY = {
     "SessionInfo": "._store",
     "SessionStore": "._store",
     "SpawnedBy": "._store",
+    "PRICES": "._stats",
+    "CallStats": "._stats",
+    "Figures": "._stats",
+    "Price": "._stats",
+    "PriceTable": "._stats",
+    "SessionStats": "._stats",
+    "ToolRun": "._stats",
+    "ToolStats": "._stats",
+    "TurnStats": "._stats",
+    "fold_stats": "._stats",
+    "ordered_tools": "._stats",
+    "session_stats": "._stats",
     "follow": "._tail",
+    "is_postgres_url": "._urls",
+    "redact": "._urls",
+    "redact_url": "._urls",
+    "url_password": "._urls",
     "tail_start": "._tail",
 }
 """Where each public name lives: importing one submodule (or using one name) imports no other."""

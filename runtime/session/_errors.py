@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import ClassVar
 
 from dsh.runtime.kernel.errors import SessionError
 
@@ -18,6 +19,8 @@ __all__ = [
     "SessionInUseError",
     "SessionNotFoundError",
     "StoreConnectError",
+    "StoreError",
+    "StoreRowError",
     "StoreSchemaError",
     "UnsupportedVersionError",
 ]
@@ -148,10 +151,11 @@ class LogGapError(SessionError):
 
     code = "LOG_GAP"
 
-    def __init__(self, session_id: str, *, after: int, next: int) -> None:
+    def __init__(self, session_id: str, *, after: int, next: int, store: str = "") -> None:
         missing = f"seq {after + 1}" if next == after + 2 else f"seqs {after + 1}..{next - 1}"
         where = "the log starts at" if after < 0 else f"seq {after} is followed by"
         super().__init__(
+            f"{f'session store {store}: ' if store else ''}"
             f'session "{session_id}" has a gap in its log: {where} seq {next} ({missing} missing); dsh writes '
             "seqs contiguous from 0, so another client of the store wrote or removed events"
         )
@@ -182,4 +186,60 @@ class StoreConnectError(SessionError, ConnectionError):
     def __init__(self, location: str, reason: str) -> None:
         super().__init__(f"cannot open the session store {location}: {reason}")
         self.location = location
+        self.reason = reason
+
+
+class StoreError(SessionError):
+    """The store's database failed under dsh: it is damaged, read-only (its file or its mount), on a full disk,
+    unreadable, or (PostgreSQL) its server stayed unreachable. `location` is printable (a URL without its password),
+    `problem` names the kind (`damaged`, `read-only`, `full`, `io`, `cannot-open`, `locked`, `lost`, `failed`) and
+    `detail` is the database's own word for it."""
+
+    code = "STORE_FAILED"
+
+    _SAYS: ClassVar[dict[str, tuple[str, str]]] = {
+        "damaged": (
+            "its database is damaged",
+            "restore it from a backup, or recover what SQLite can still read (sqlite3 FILE .recover)",
+        ),
+        "read-only": (
+            "it cannot be written: its file or the filesystem it is on is read-only",
+            "make it writable, or pass another --store",
+        ),
+        "full": ("the disk it is on is full", "free space on that filesystem"),
+        "io": ("reading or writing it failed (an I/O error)", "check the disk and the file"),
+        "cannot-open": (
+            "it cannot be opened",
+            "check the file, its directory and their permissions (SQLite also writes FILE-wal and FILE-shm beside it)",
+        ),
+        "locked": ("it stayed locked by another process", "try again when the other writer is done"),
+        "lost": (
+            "the connection to its server was lost and could not be made again",
+            "check that the server is up and reachable, then run the command again",
+        ),
+        "failed": ("its database failed", "see the database's message"),
+    }
+
+    def __init__(self, location: str, problem: str, detail: str) -> None:
+        what, hint = self._SAYS.get(problem, self._SAYS["failed"])
+        super().__init__(f"session store {location}: {what} ({detail}); {hint}")
+        self.location = location
+        self.problem = problem
+        self.detail = detail
+
+
+class StoreRowError(SessionError, ValueError):
+    """A stored event's row is not one dsh writes (a `surface_op` that is neither `append` nor a replace, `data`
+    that is not JSON, ...): another client of the store wrote it past the schema's checks (or before them)."""
+
+    code = "BAD_ROW"
+
+    def __init__(self, session_id: str, seq: int, reason: str, *, store: str = "") -> None:
+        where = f"session store {store}: " if store else ""
+        super().__init__(
+            f'{where}session "{session_id}" event seq {seq} is not a row dsh writes ({reason}); another client of '
+            "the store wrote it, so the log cannot be read past it"
+        )
+        self.session_id = session_id
+        self.seq = seq
         self.reason = reason

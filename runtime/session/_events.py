@@ -25,11 +25,23 @@ from dsh.runtime.llm import UserMessage as UserTurnMessage
 __all__ = [
     "AbortKind",
     "AbortReason",
+    "ApprovalAsked",
+    "ApprovalAskedData",
+    "ApprovalDecided",
+    "ApprovalDecidedData",
+    "ApprovalOutcome",
+    "ApprovalPolicy",
+    "ApprovalPolicyData",
     "AssistantChunk",
     "AssistantChunkData",
     "AssistantMessage",
     "AssistantMessageData",
     "BracketData",
+    "CommandDone",
+    "CommandDoneData",
+    "CommandRun",
+    "CommandRunData",
+    "CommandSource",
     "CompactionEnd",
     "CompactionPrune",
     "CompactionStart",
@@ -42,6 +54,10 @@ __all__ = [
     "FORMAT_VERSION",
     "HeaderConfig",
     "HeaderReason",
+    "HookInvoked",
+    "HookInvokedData",
+    "HookResult",
+    "HookResultData",
     "InboxSpliced",
     "InboxSplicedData",
     "InboxTarget",
@@ -55,6 +71,8 @@ __all__ = [
     "LlmRetryStarted",
     "LlmRetryStartedData",
     "OpaqueEvent",
+    "PermissionPreset",
+    "PermissionPresetData",
     "PruneData",
     "Replace",
     "RequestContext",
@@ -62,10 +80,14 @@ __all__ = [
     "RequestHeader",
     "RequestHeaderData",
     "SURFACE_TYPES",
+    "SandboxMode",
+    "SandboxModeData",
     "SessionEndSeed",
     "SessionHeader",
     "SessionTitle",
     "SessionTitleData",
+    "SessionTitleLlmRequest",
+    "SessionTitleLlmRequestData",
     "ShadowedRange",
     "StepData",
     "StepEnd",
@@ -77,6 +99,7 @@ __all__ = [
     "SurfaceOp",
     "Todo",
     "TodoWrite",
+    "TitleRoute",
     "TodoWriteData",
     "ToolCall",
     "ToolCallData",
@@ -263,12 +286,22 @@ class HeaderConfig(_Wire, frozen=True, kw_only=True):
 
 class EpochHeader(_Wire, frozen=True, kw_only=True):
     """Everything of a request except its messages; an empty system prompt or tool list is omitted. A committed
-    fixture holds the tokens `"{{system}}"` and `"{{tools}}"` instead (spec §3.8), hence `tools` may be text."""
+    fixture holds the tokens `"{{system}}"` and `"{{tools}}"` instead (spec §3.8), hence `tools` may be text; the
+    original's snapshot form lists the tools by name only, hence a list item may be a name (`tool_schemas` says
+    whether the header holds the schemas themselves)."""
 
     config: HeaderConfig
     adapter_defaults: Any = None
     system: str | None = None
-    tools: tuple[ToolSpec, ...] | str | None = None
+    tools: tuple[ToolSpec | str, ...] | str | None = None
+
+    @property
+    def tool_schemas(self) -> tuple[ToolSpec, ...] | None:
+        """The tools as sent, when this header holds them all as schemas; None for a token or a list of names."""
+        tools = self.tools
+        if not isinstance(tools, tuple) or not all(isinstance(tool, ToolSpec) for tool in tools):
+            return None
+        return tools  # type: ignore[return-value]  # every item was checked to be a ToolSpec
 
 
 class RequestHeaderData(_Wire, frozen=True, kw_only=True):
@@ -386,8 +419,127 @@ class InboxSplicedData(_Wire, frozen=True, kw_only=True):
 
 
 class SessionTitleData(_Wire, frozen=True, kw_only=True):
+    """`session/title`: the title, the `user/message` seqs it was made from, and how (`source`, as the original
+    writes it: `{kind: "fallback"}`, `{kind: "user"}` for one set by hand, `{kind: "provider", provider, model?}` for
+    one a model made). `usage` is dsh's: the tokens of the model call that made it."""
+
     title: str
     message_seqs: tuple[int, ...] = ()
+    source: Any = None
+    usage: TokenUsage | None = None
+
+
+class TitleRoute(_Wire, frozen=True, kw_only=True):
+    """Where a title call goes: provider route and model."""
+
+    provider: str
+    model: str
+
+
+class SessionTitleLlmRequestData(_Wire, frozen=True, kw_only=True):
+    """`session/title-llm-request`, logged before a title call: the title provider's id, the `user/message` seqs it
+    frames, the call's route, its exact system prompt and messages, and its output cap (the original's fields)."""
+
+    title_provider: str
+    message_seqs: tuple[int, ...]
+    route: TitleRoute
+    system: str
+    messages: tuple[UserTurnMessage, ...]
+    max_tokens: int
+
+
+# ---------------------------------------------------------------- human in the loop (the original's interaction/*,
+# sandbox/* and hooks/* packages; fields exactly as it writes them)
+
+ApprovalOutcome = Literal["allowed-once", "allowed-always", "rejected", "cancelled", "unavailable"]
+"""How an approval was decided: `allowed-once` (this call), `allowed-always` (this call and every later call of the
+same tool in the session), `rejected` (by a person, or by the `never` policy), `cancelled` (the turn was cancelled
+while it waited), `unavailable` (no answerer could be asked)."""
+
+
+class ApprovalPolicyData(_Wire, frozen=True, kw_only=True):
+    """`approval/policy`: the session's approval policy from here on (`ask`, `never`, `auto-allow`)."""
+
+    policy: str
+    source: str | None = None
+
+
+class ApprovalAskedData(_Wire, frozen=True, kw_only=True):
+    """`approval/asked`: call `call_id` of tool `tool_name` needs approval, for `reason`; `id` pairs it with its
+    `approval/decided`."""
+
+    id: str
+    tool_name: str
+    call_id: str | None = None
+    reason: str | None = None
+
+
+class ApprovalDecidedData(_Wire, frozen=True, kw_only=True):
+    """`approval/decided`: the outcome of approval `id`, with the person's message to the model, if any."""
+
+    id: str
+    outcome: str
+    message: str | None = None
+
+
+class PermissionPresetData(_Wire, frozen=True, kw_only=True):
+    """`permission/preset`: the preset the user selected (its `sandbox/mode` and `approval/policy` follow)."""
+
+    preset: str
+
+
+class SandboxModeData(_Wire, frozen=True, kw_only=True):
+    """`sandbox/mode`: the session's sandbox mode from here on (`read-only`, `workspace-write`,
+    `danger-full-access`)."""
+
+    mode: str
+
+
+class CommandSource(_Wire, frozen=True, kw_only=True):
+    """Who ran a slash command (`{kind: "user"}`)."""
+
+    kind: str
+
+
+class CommandRunData(_Wire, frozen=True, kw_only=True):
+    """`command/run`: slash command `name` run with `args` (the raw text after the name, as typed)."""
+
+    command_id: str
+    name: str
+    args: str = ""
+    source: CommandSource | None = None
+
+
+class CommandDoneData(_Wire, frozen=True, kw_only=True):
+    """`command/done`: how command `command_id` ended (`success` or `error`) and what it told the user."""
+
+    command_id: str
+    kind: str
+    text: str | None = None
+
+
+class HookInvokedData(_Wire, frozen=True, kw_only=True):
+    """`hook/invoked`: hook `handler_id` of `dialect` (`claude-code`, `codex`) runs at `point` in `turn`, selected by
+    `matcher` (absent: a match-all group)."""
+
+    turn: int
+    point: str
+    dialect: str
+    handler_id: str
+    matcher: str | None = None
+
+
+class HookResultData(_Wire, frozen=True, kw_only=True):
+    """`hook/result`: what hook `handler_id` decided (`block`, `deny`, `ask`, `allow`, `approve`, `stop` or `pass`),
+    its exit code (absent: it did not exit by itself), its stderr trimmed and capped, and how long it ran."""
+
+    turn: int
+    point: str
+    handler_id: str
+    decision: str
+    exit_code: int | None = None
+    stderr_summary: str | None = None
+    duration_ms: float
 
 
 # ---------------------------------------------------------------- typed events (envelope + data)
@@ -492,6 +644,12 @@ class SessionTitle(Event, tag="session/title", frozen=True, kw_only=True):
     data: SessionTitleData
 
 
+class SessionTitleLlmRequest(Event, tag="session/title-llm-request", frozen=True, kw_only=True):
+    """A title call about to be made (its result, if any, is the next `session/title`)."""
+
+    data: SessionTitleLlmRequestData
+
+
 class JobStarted(Event, tag="job/started", frozen=True, kw_only=True):
     data: JobStartedData
 
@@ -507,6 +665,42 @@ class InboxSpliced(Event, tag="agent/inbox/spliced", frozen=True, kw_only=True):
     """A queue mutation of the agent's inbox: logged when input is queued and when a turn claims it."""
 
     data: InboxSplicedData
+
+
+class ApprovalPolicy(Event, tag="approval/policy", frozen=True, kw_only=True):
+    data: ApprovalPolicyData
+
+
+class ApprovalAsked(Event, tag="approval/asked", frozen=True, kw_only=True):
+    data: ApprovalAskedData
+
+
+class ApprovalDecided(Event, tag="approval/decided", frozen=True, kw_only=True):
+    data: ApprovalDecidedData
+
+
+class PermissionPreset(Event, tag="permission/preset", frozen=True, kw_only=True):
+    data: PermissionPresetData
+
+
+class SandboxMode(Event, tag="sandbox/mode", frozen=True, kw_only=True):
+    data: SandboxModeData
+
+
+class CommandRun(Event, tag="command/run", frozen=True, kw_only=True):
+    data: CommandRunData
+
+
+class CommandDone(Event, tag="command/done", frozen=True, kw_only=True):
+    data: CommandDoneData
+
+
+class HookInvoked(Event, tag="hook/invoked", frozen=True, kw_only=True):
+    data: HookInvokedData
+
+
+class HookResult(Event, tag="hook/result", frozen=True, kw_only=True):
+    data: HookResultData
 
 
 class OpaqueEvent(msgspec.Struct, frozen=True, kw_only=True):
@@ -541,9 +735,19 @@ CoreEvent = (
     | LlmRetryStarted
     | SubagentDescriptor
     | SessionTitle
+    | SessionTitleLlmRequest
     | InboxSpliced
     | JobStarted
     | JobSettled
+    | ApprovalPolicy
+    | ApprovalAsked
+    | ApprovalDecided
+    | PermissionPreset
+    | SandboxMode
+    | CommandRun
+    | CommandDone
+    | HookInvoked
+    | HookResult
 )
 
 EVENT_TYPES: Mapping[str, type[Event]] = {
@@ -570,9 +774,19 @@ EVENT_TYPES: Mapping[str, type[Event]] = {
         LlmRetryStarted,
         SubagentDescriptor,
         SessionTitle,
+        SessionTitleLlmRequest,
         InboxSpliced,
         JobStarted,
         JobSettled,
+        ApprovalPolicy,
+        ApprovalAsked,
+        ApprovalDecided,
+        PermissionPreset,
+        SandboxMode,
+        CommandRun,
+        CommandDone,
+        HookInvoked,
+        HookResult,
     )
 }
 """The one tag -> type table: every reader of the log (store, JSONL, rules, projection, replay, CLI, plugins)
@@ -613,7 +827,7 @@ def _message_id(data: dict[str, Any], seq: int) -> None:
         data["id"] = f"seq-{seq}"  # an older log's message has no id: the event's seq names it, stably
 
 
-_SOURCE_KINDS = frozenset({"user", "plugin", "tool", "model", "other"})
+_SOURCE_KINDS = frozenset({"user", "plugin", "tool", "model", "agent-instructions", "other"})
 
 
 def _source_kind(message: dict[str, Any]) -> None:

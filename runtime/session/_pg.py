@@ -12,11 +12,12 @@ and write the same values; what is not SQL (creating and forking a session, its 
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 from psycopg import sql
@@ -30,14 +31,16 @@ from ._errors import (
     SessionInUseError,
     SessionNotFoundError,
     StoreConnectError,
+    StoreError,
+    StoreRowError,
     StoreSchemaError,
 )
 from ._events import StoredEvent
-from ._open import redact_url
 from ._rows import SESSION_COLUMNS, SESSIONS_QUERY, log_length
 from ._services import Clock, IdMinter
 from ._store import (
     LEASE_TTL_MS,
+    BadRow,
     EventRow,
     Lease,
     SessionInfo,
@@ -45,10 +48,11 @@ from ._store import (
     _info,
     event_row,
 )
+from ._urls import redact, redact_url
 
 __all__ = ["PG_SCHEMA_VERSION", "PgStore"]
 
-PG_SCHEMA_VERSION = 1
+PG_SCHEMA_VERSION = 2
 _BATCH = 5_000
 _CHANNEL = "dsh_events"
 _COLUMNS = "seq, type, time, data, surface_op, source_event_seqs, ignorable, extra"
@@ -156,7 +160,22 @@ CREATE TRIGGER events_no_delete BEFORE DELETE ON events FOR EACH STATEMENT EXECU
 CREATE TRIGGER events_no_truncate BEFORE TRUNCATE ON events FOR EACH STATEMENT EXECUTE FUNCTION events_refuse();
 
 """
-_MIGRATIONS: tuple[str, ...] = (_SCHEMA_1,)
+# Version 2: the rows' shape is the schema's to defend too (SQLite's events_valid trigger): JSON data and extra, a
+# surface_op that is "append" or a replace with numeric bounds, source_event_seqs a JSON list. A text that is not
+# JSON fails its cast, which refuses the row as the CHECK would; a missing member is NULL, refused too. NOT VALID: rows an older store holds are not
+# rechecked (reading one that does not decode is a StoreRowError).
+_SCHEMA_2 = """
+ALTER TABLE events ADD CONSTRAINT events_valid CHECK (coalesce(
+    data::json IS NOT NULL
+    AND (extra IS NULL OR extra::json IS NOT NULL)
+    AND (surface_op IS NULL OR surface_op = 'append' OR (
+        surface_op::json ->> 'op' = 'replace'
+        AND json_typeof(surface_op::json -> 'start') = 'number'
+        AND json_typeof(surface_op::json -> 'end') = 'number'))
+    AND (source_event_seqs IS NULL OR json_typeof(source_event_seqs::json) = 'array'), false)
+) NOT VALID;
+"""
+_MIGRATIONS: tuple[str, ...] = (_SCHEMA_1, _SCHEMA_2)
 # a session and the parents its log inherits from, nearest first (bounded, against a hand-made cycle)
 _CHAIN = """
 WITH RECURSIVE chain AS (
@@ -168,6 +187,49 @@ WITH RECURSIVE chain AS (
 )
 SELECT id, parent_id, seed_length, inherits FROM chain ORDER BY depth
 """
+
+
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+_BACKOFF = (0.05, 0.1, 0.2, 0.4, 0.8, 1.6, 3.2)
+"""Seconds between the tries of a read whose connection was lost (a server restarted under a running dsh): about
+six seconds in all, and never past the store's `reconnect_for`."""
+
+
+def _lost(store: PgStore, error: psycopg.Error) -> StoreError:
+    return StoreError(store.location, "lost", redact(str(error).strip(), store.url))
+
+
+def _reconnecting(method: _Method) -> _Method:
+    """A read of a `PgStore` tried again, with backoff, while its server cannot be reached (the pool replaces the
+    connections it lost); still lost after the store's `reconnect_for` seconds, a `StoreError` says so."""
+
+    @functools.wraps(method)
+    def tried(self: PgStore, *args: Any, **kwargs: Any) -> Any:
+        deadline = time.monotonic() + self.reconnect_for
+        for delay in (*_BACKOFF, None):
+            try:
+                return method(self, *args, **kwargs)
+            except psycopg.OperationalError as error:
+                if delay is None or time.monotonic() + delay > deadline:
+                    raise _lost(self, error) from None
+                time.sleep(delay)
+        raise AssertionError("unreachable: the last try returns or raises")
+
+    return tried  # type: ignore[return-value]  # same signature, wrapped
+
+
+def _once(method: _Method) -> _Method:
+    """A write of a `PgStore`, not tried again (whether a lost connection committed it is unknown; the next-seq
+    guard refuses a second copy): its lost connection is a `StoreError` saying so."""
+
+    @functools.wraps(method)
+    def wrapper(self: PgStore, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except psycopg.OperationalError as error:
+            raise _lost(self, error) from None
+
+    return wrapper  # type: ignore[return-value]  # same signature, wrapped
 
 
 class PgStore(StoreBase):
@@ -183,9 +245,11 @@ class PgStore(StoreBase):
         pool_size: int = 4,
         connect_timeout: float = 10.0,
         lease_ttl_ms: int = LEASE_TTL_MS,
+        reconnect_for: float = 10.0,
     ) -> None:
         super().__init__(clock=clock, ids=ids, lease_ttl_ms=lease_ttl_ms)
         self.url = url
+        self.reconnect_for = reconnect_for
         self._leases: dict[
             str, tuple[psycopg.Connection[Any], int]
         ] = {}  # token -> (its connection, lock key)
@@ -215,9 +279,10 @@ class PgStore(StoreBase):
         """A new autocommit connection to the store's database (the pool's are alike)."""
         try:
             return psycopg.connect(self.url, autocommit=True, connect_timeout=int(self._connect_timeout))
-        except psycopg.OperationalError as error:
-            # libpq's message names host and port, never the password
-            raise StoreConnectError(self.location, str(error).strip()) from None
+        except psycopg.Error as error:
+            # libpq's message may quote the URL, or the piece of it it could not parse (a password's bad
+            # percent-escape): it is shown without the password
+            raise StoreConnectError(self.location, redact(str(error).strip(), self.url)) from None
 
     def close(self) -> None:
         with self._leases_lock:
@@ -271,6 +336,7 @@ class PgStore(StoreBase):
         row = conn.execute("SELECT version FROM dsh_schema").fetchone()
         return 0 if row is None else int(row[0])
 
+    @_reconnecting
     def schema_version(self) -> int:
         with self._pool.connection() as conn:
             return self._version(conn)
@@ -281,9 +347,11 @@ class PgStore(StoreBase):
 
     # ------------------------------------------------------------ sessions
 
+    @_reconnecting
     def _has_session(self, session_id: str) -> bool:
         return bool(self._one("SELECT 1 FROM sessions WHERE id = %s", (session_id,)))
 
+    @_once
     def _add_session(self, info: SessionInfo) -> None:
         with self._pool.connection() as conn, conn.transaction():
             self._insert_session(conn, info)
@@ -298,18 +366,21 @@ class PgStore(StoreBase):
         if inserted.rowcount == 0:
             raise SessionExistsError(info.id)
 
+    @_reconnecting
     def info(self, session_id: str) -> SessionInfo:
         row = self._one(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = %s", (session_id,))
         if row is None:
             raise SessionNotFoundError(session_id, store=self.location)
         return _info(row)
 
+    @_reconnecting
     def sessions(self) -> list[SessionInfo]:
         """Every session, oldest first."""
         with self._pool.connection() as conn:
             rows = conn.execute(SESSIONS_QUERY).fetchall()
         return [_info(row) for row in rows]
 
+    @_reconnecting
     def children(self, session_id: str) -> list[SessionInfo]:
         """The sessions whose parent is `session_id` (forks and subagents), oldest first; an imported parent also
         claims the children naming the id it had in its file (`imported_from`)."""
@@ -323,6 +394,7 @@ class PgStore(StoreBase):
             ).fetchall()
         return [_info(row) for row in rows]
 
+    @_reconnecting
     def length(self, session_id: str) -> int:
         """The number of events in the session's full log (its inherited prefix included)."""
         row = self._one(
@@ -337,6 +409,7 @@ class PgStore(StoreBase):
 
     # ------------------------------------------------------------ reading
 
+    @_reconnecting
     def _segments(self, session_id: str, stop: int | None) -> list[tuple[str, int, int | None]]:
         """(session, from seq, to seq exclusive) pieces of the full log, oldest first; the chain of parents a
         fork reads by reference comes in one query."""
@@ -381,14 +454,21 @@ class PgStore(StoreBase):
                 "ORDER BY seq LIMIT %s"
             )
             while True:
-                with self._pool.connection() as conn:
-                    page = conn.execute(query, [owner, low, *bound_params, *params, _BATCH]).fetchall()
-                for row in page:
-                    yield _event(row)
+                page = self._page(query, [owner, low, *bound_params, *params, _BATCH])
+                try:
+                    yield from map(_event, page)
+                except BadRow as bad:
+                    raise StoreRowError(session_id, bad.seq, bad.reason, store=self.location) from None
                 if len(page) < _BATCH:
                     break
                 low = page[-1][0] + 1
 
+    @_reconnecting
+    def _page(self, query: str, params: list[object]) -> list[tuple[Any, ...]]:
+        with self._pool.connection() as conn:
+            return conn.execute(query, params).fetchall()
+
+    @_reconnecting
     def _check_contiguous(
         self, session_id: str, owner: str, low: int, bound: str, bound_params: list[object]
     ) -> None:
@@ -420,6 +500,7 @@ class PgStore(StoreBase):
 
     # ------------------------------------------------------------ writing
 
+    @_once
     def append_events(
         self, session_id: str, events: Iterable[StoredEvent], *, lease: Lease | None = None
     ) -> None:
@@ -432,6 +513,7 @@ class PgStore(StoreBase):
         with self._pool.connection() as conn:
             _copy(conn, rows)
 
+    @_once
     def import_session(self, info: SessionInfo, events: Iterable[StoredEvent]) -> SessionInfo:
         """Create a session and insert its events in one transaction; if `events` raises, nothing is kept."""
         with self._pool.connection() as conn, conn.transaction():
@@ -441,6 +523,7 @@ class PgStore(StoreBase):
                     copy.write_row(event_row(info.id, event))
         return info
 
+    @_once
     def insert_rows(
         self, conn: psycopg.Connection[Any], rows: list[EventRow], *, lease: Lease | None = None
     ) -> None:
@@ -451,6 +534,7 @@ class PgStore(StoreBase):
 
     # ------------------------------------------------------------ leases (one writer per session)
 
+    @_once
     def acquire_lease(self, session_id: str) -> Lease:
         """Take the session's lease: a session-level advisory lock on a connection of its own, held until
         `release_lease` or until that connection drops (its process killed, its host gone), and a row naming the
@@ -521,6 +605,7 @@ class PgStore(StoreBase):
         finally:
             conn.close()  # closing alone releases the lock too: the server drops a session's locks with it
 
+    @_reconnecting
     def lease_holder(self, session_id: str) -> Lease | None:
         """The lease on `session_id` while a writer's connection holds its lock (a killed writer's row, left
         behind, names no holder)."""
@@ -548,6 +633,7 @@ class PgStore(StoreBase):
 
     # ------------------------------------------------------------ fork (the checks are `StoreBase.fork`'s)
 
+    @_reconnecting
     def _last_turn_bound(self, owner: str, low: int, high: int) -> tuple[int, str] | None:
         row = self._one(
             "SELECT seq, type FROM events WHERE session_id = %s AND seq >= %s AND seq < %s "

@@ -23,7 +23,7 @@ __all__ = [
     "read_listing",
 ]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """`PRAGMA user_version` of a store this dsh writes; `SessionStore` migrates an older one on opening."""
 STORE_TABLES = frozenset({"sessions", "events"})
 """The tables every dsh store has (whatever its schema version)."""

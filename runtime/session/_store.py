@@ -11,6 +11,8 @@ A lease row per session gives it one writer across processes.
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
 import os
 import sqlite3
 import threading
@@ -18,7 +20,7 @@ import time
 from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
@@ -37,6 +39,8 @@ from ._errors import (
     LogGapError,
     SessionExistsError,
     SessionNotFoundError,
+    StoreError,
+    StoreRowError,
     StoreSchemaError,
 )
 from ._events import Replace, StoredEvent, SurfaceOp
@@ -101,25 +105,41 @@ def event_row(session_id: str, event: StoredEvent) -> EventRow:
     )
 
 
+class BadRow(ValueError):
+    """A row `_event` cannot read as an event (its store names the session and itself in a `StoreRowError`)."""
+
+    def __init__(self, seq: int, reason: str) -> None:
+        super().__init__(reason)
+        self.seq = seq
+        self.reason = reason
+
+
 def _event(row: tuple[Any, ...]) -> StoredEvent:
     seq, kind, time, data, op, sources, ignorable, extra = row
     if (
         op is None and sources is None and ignorable is None and extra is None
     ):  # most rows (chunks): no envelope
         return StoredEvent(type=kind, seq=seq, time=time, data=data)
-    surface: SurfaceOp | None = None
-    if op is not None:
-        surface = "append" if op == "append" else _REPLACE.decode(op)
-    return StoredEvent(
-        type=kind,
-        seq=seq,
-        time=time,
-        data=data,
-        surface_op=surface,
-        source_event_seqs=None if sources is None else _SEQS.decode(sources),
-        ignorable=None if ignorable is None else bool(ignorable),
-        extra=extra,
-    )
+    try:
+        surface: SurfaceOp | None = None
+        if op is not None:
+            surface = "append" if op == "append" else _REPLACE.decode(op)
+        return StoredEvent(
+            type=kind,
+            seq=seq,
+            time=time,
+            data=data,
+            surface_op=surface,
+            source_event_seqs=None if sources is None else _SEQS.decode(sources),
+            ignorable=None if ignorable is None else bool(ignorable),
+            extra=extra,
+        )
+    except (msgspec.DecodeError, TypeError) as error:
+        raise BadRow(
+            seq,
+            f"surface_op {op!r}, source_event_seqs {sources!r}: {error}; dsh writes surface_op "
+            '"append" or {"op":"replace","start":N,"end":N} and source_event_seqs as a JSON list of seqs',
+        ) from None
 
 
 def _read_event(row: tuple[Any, ...]) -> StoredEvent:
@@ -128,6 +148,68 @@ def _read_event(row: tuple[Any, ...]) -> StoredEvent:
     if envelope is None:
         return StoredEvent(type=kind, seq=seq, time=time, data=data)
     return _event((seq, kind, time, data, *_ENVELOPE.decode(envelope)))
+
+
+# SQLite's primary result codes (sqlite3.Error.sqlite_errorcode & 0xff), as `StoreError.problem`
+_PROBLEMS = {
+    3: "read-only",  # SQLITE_PERM
+    5: "locked",  # SQLITE_BUSY
+    6: "locked",  # SQLITE_LOCKED
+    8: "read-only",  # SQLITE_READONLY
+    10: "io",  # SQLITE_IOERR
+    11: "damaged",  # SQLITE_CORRUPT
+    13: "full",  # SQLITE_FULL
+    14: "cannot-open",  # SQLITE_CANTOPEN
+    23: "read-only",  # SQLITE_AUTH
+    26: "damaged",  # SQLITE_NOTADB
+}
+
+
+def _bad_seq(page: list[tuple[Any, ...]]) -> int:
+    """The seq of the first row of `page` whose envelope does not decode."""
+    for row in page:
+        try:
+            _read_event(row)
+        except (BadRow, msgspec.DecodeError):
+            return int(row[0])
+    return int(page[0][0])
+
+
+def store_error(location: str, error: sqlite3.Error) -> StoreError | None:
+    """The `StoreError` naming what `error` says of the store's database, or None for an error of dsh's own SQL or
+    of the schema's checks (a trigger's refusal, a constraint), which are not the database failing."""
+    code = getattr(error, "sqlite_errorcode", None)
+    problem = None if code is None else _PROBLEMS.get(code & 0xFF)
+    if problem is None:
+        return None
+    return StoreError(location, problem, str(error))
+
+
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def _named_errors(method: _Method) -> _Method:
+    """`method` of a `SessionStore`, with the database's failures raised as `StoreError`s naming the store (a
+    generator's too, as it is consumed)."""
+    if inspect.isgeneratorfunction(method):
+
+        @functools.wraps(method)
+        def generator(self: SessionStore, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return (yield from method(self, *args, **kwargs))
+            except sqlite3.Error as error:
+                raise (store_error(self.location, error) or error) from error
+
+        return generator  # type: ignore[return-value]  # same signature, wrapped
+
+    @functools.wraps(method)
+    def wrapper(self: SessionStore, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.Error as error:
+            raise (store_error(self.location, error) or error) from error
+
+    return wrapper  # type: ignore[return-value]  # same signature, wrapped
 
 
 def _info(row: tuple[Any, ...]) -> SessionInfo:
@@ -238,7 +320,40 @@ def _migrate_2(db: sqlite_utils.Database) -> None:
     )
 
 
-_MIGRATIONS: tuple[Callable[[sqlite_utils.Database], None], ...] = (_migrate_1, _migrate_2)
+# A row dsh would write itself: JSON data (and extra), a surface_op that is "append" or a replace with integer bounds,
+# source_event_seqs a JSON list. `{row}` is the prefix of the columns (`NEW.` in a trigger); a missing JSON member
+# makes a comparison NULL, which counts as invalid.
+_ROW_VALID = (
+    "coalesce(json_valid({row}data) AND ({row}extra IS NULL OR json_valid({row}extra)) "
+    "AND ({row}surface_op IS NULL OR {row}surface_op = 'append' OR CASE WHEN json_valid({row}surface_op) "
+    "THEN json_extract({row}surface_op, '$.op') = 'replace' AND json_type({row}surface_op, '$.start') = 'integer' "
+    "AND json_type({row}surface_op, '$.end') = 'integer' ELSE 0 END) "
+    "AND ({row}source_event_seqs IS NULL OR CASE WHEN json_valid({row}source_event_seqs) "
+    "THEN json_type({row}source_event_seqs) = 'array' ELSE 0 END), 0)"
+)
+_BAD_ROW = "its data or extra is not JSON, or its surface_op or source_event_seqs is malformed"
+
+
+def _migrate_3(db: sqlite_utils.Database) -> None:
+    # The log defends its rows' shape too, not only their seqs: another client's row with a bogus surface_op or
+    # non-JSON data would otherwise be read back (and exported) as if dsh had written it. Rows an older store
+    # already held are checked once, here, and each session's first bad one is written down, like a gap.
+    db.execute(
+        "CREATE TRIGGER events_valid BEFORE INSERT ON events WHEN NOT ("
+        + _ROW_VALID.format(row="NEW.")
+        + ") "
+        f"BEGIN SELECT RAISE(ABORT, 'events hold what dsh writes, and this row does not: {_BAD_ROW}'); END"
+    )
+    db.execute("CREATE TABLE bad_rows (session_id TEXT PRIMARY KEY, seq INTEGER NOT NULL)")
+    db.execute(
+        "INSERT INTO bad_rows (session_id, seq) SELECT session_id, min(seq) FROM events "
+        f"WHERE NOT ({_ROW_VALID.format(row='')}) GROUP BY session_id"
+    )
+
+
+_MIGRATIONS: tuple[Callable[[sqlite_utils.Database], None], ...] = (_migrate_1, _migrate_2, _migrate_3)
+GUARDS = ("events_next_seq", "events_valid")
+"""The triggers that keep every log written since they stood contiguous and well-formed."""
 
 
 def _pid_alive(pid: int) -> bool:
@@ -258,8 +373,9 @@ def _wall_ms() -> int:
 def _create_private(path: Path) -> None:
     """Create the store's file readable by its owner only (0600; SQLite gives its -wal and -shm files the same mode),
     as the sessions hold what the user and the model said; an existing file keeps its mode."""
-    # an existing store (or one another process just made) is left alone: its mode is its owner's choice
-    with contextlib.suppress(FileExistsError):
+    # an existing store (or one another process just made) is left alone: its mode is its owner's choice; any other
+    # failure (a folder it may not write, a full disk) is left to SQLite's open, which names the store and the cause
+    with contextlib.suppress(OSError):
         os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
 
 
@@ -305,6 +421,7 @@ class SessionStore(StoreBase):
             self._db = sqlite_utils.Database(self._conn)
         return self._db
 
+    @_named_errors
     def connect(self) -> sqlite3.Connection:
         """A new connection to the store's file, configured like every other (used by log writers)."""
         conn = sqlite3.connect(
@@ -336,6 +453,7 @@ class SessionStore(StoreBase):
                 raise
             connection.execute("COMMIT")
 
+    @_named_errors
     def _migrate(self) -> None:
         with self._write() as conn:
             version = _first(conn.execute("PRAGMA user_version"))[0]
@@ -349,16 +467,19 @@ class SessionStore(StoreBase):
             if version != SCHEMA_VERSION:  # an up-to-date store is not written to (a synced commit)
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
+    @_named_errors
     def schema_version(self) -> int:
         with self._lock:
             return int(_first(self._conn.execute("PRAGMA user_version"))[0])
 
     # ------------------------------------------------------------ sessions
 
+    @_named_errors
     def _has_session(self, session_id: str) -> bool:
         with self._lock:
             return bool(_first(self._conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,))))
 
+    @_named_errors
     def _add_session(self, info: SessionInfo) -> None:
         with self._write() as conn:
             self._insert_session(conn, info)
@@ -371,6 +492,7 @@ class SessionStore(StoreBase):
             session_row(info),
         )
 
+    @_named_errors
     def info(self, session_id: str) -> SessionInfo:
         with self._lock:
             row = _first(
@@ -380,12 +502,14 @@ class SessionStore(StoreBase):
             raise SessionNotFoundError(session_id, store=str(self.path))
         return _info(row)
 
+    @_named_errors
     def sessions(self) -> list[SessionInfo]:
         """Every session, oldest first."""
         with self._lock:
             rows = self._conn.execute(SESSIONS_QUERY).fetchall()
         return [_info(row) for row in rows]
 
+    @_named_errors
     def children(self, session_id: str) -> list[SessionInfo]:
         """The sessions whose parent is `session_id` (forks and subagents), oldest first. An imported child names
         its parent by the id it had in its file, so a parent imported from that file (`imported_from`) claims it."""
@@ -399,6 +523,7 @@ class SessionStore(StoreBase):
             ).fetchall()
         return [_info(row) for row in rows]
 
+    @_named_errors
     def length(self, session_id: str) -> int:
         """The number of events in the session's full log (its inherited prefix included)."""
         info = self.info(session_id)
@@ -419,6 +544,7 @@ class SessionStore(StoreBase):
             yield current, info.parent_id, info.seed_length, info.inherits
             current = info.parent_id if info.inherits else None
 
+    @_named_errors
     def events(
         self,
         session_id: str,
@@ -446,35 +572,53 @@ class SessionStore(StoreBase):
             low = max(low, start)
             bound = "" if high is None else " AND seq < ?"
             bound_params: list[object] = [] if high is None else [high]
-            self._check_contiguous(session_id, owner, low, high)
+            self._check_log(session_id, owner, low, high)
             query = f"SELECT {_READ_COLUMNS} FROM events WHERE session_id = ? AND seq >= ?{bound}{filters} ORDER BY seq LIMIT ?"
             while True:
                 with self._lock:
                     page = self._conn.execute(query, [owner, low, *bound_params, *params, _BATCH]).fetchall()
-                yield from map(_read_event, page)
+                try:
+                    yield from map(_read_event, page)
+                except (BadRow, msgspec.DecodeError) as error:
+                    seq = error.seq if isinstance(error, BadRow) else _bad_seq(page)
+                    raise StoreRowError(session_id, seq, str(error), store=self.location) from None
                 if len(page) < _BATCH:
                     break
                 low = page[-1][0] + 1
 
-    def _check_contiguous(self, session_id: str, owner: str, low: int, high: int | None) -> None:
-        """Raise `LogGapError` if `owner`'s events from `low` (within the bound) skip a seq. While the next-seq guard
-        stands, no log can gain a gap, so the one an older store held (recorded when it migrated) is all there is
-        to look up; a store whose guard was dropped has its rows counted."""
+    def _check_log(self, session_id: str, owner: str, low: int, high: int | None) -> None:
+        """Raise `LogGapError` if `owner`'s events from `low` (within the bound) skip a seq, `StoreRowError` if one
+        of them is a row dsh would not write. While the guards stand no log can gain either, so what an older store
+        held (recorded when it migrated) is all there is to look up; a store whose guards were dropped has its rows
+        counted and checked."""
         with self._lock:
-            guarded = _first(
+            guards = _first(
                 self._conn.execute(
-                    "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name = 'events_next_seq'"
+                    "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name IN (?, ?)", GUARDS
                 )
             )[0]
-            if guarded:
+            if guards == len(GUARDS):
                 known = self._conn.execute(
                     "SELECT after, next FROM log_gaps WHERE session_id = ?", (owner,)
                 ).fetchone()
                 # seqs after+1 .. next-1 are missing: a read that covers any of them meets the gap
                 if known is not None and known[1] - 1 >= low and (high is None or known[0] + 1 < high):
-                    raise LogGapError(session_id, after=known[0], next=known[1])
+                    raise LogGapError(session_id, after=known[0], next=known[1], store=self.location)
+                bad = self._conn.execute("SELECT seq FROM bad_rows WHERE session_id = ?", (owner,)).fetchone()
+                if bad is not None and bad[0] >= low and (high is None or bad[0] < high):
+                    raise StoreRowError(session_id, bad[0], _BAD_ROW, store=self.location)
                 return
         self._count_contiguous(session_id, owner, low, high)
+        where = "session_id = ? AND seq >= ?" + ("" if high is None else " AND seq < ?")
+        with self._lock:
+            bad = _first(
+                self._conn.execute(
+                    f"SELECT min(seq) FROM events WHERE {where} AND NOT ({_ROW_VALID.format(row='')})",
+                    [owner, low] if high is None else [owner, low, high],
+                )
+            )[0]
+        if bad is not None:
+            raise StoreRowError(session_id, bad, _BAD_ROW, store=self.location)
 
     def _count_contiguous(self, session_id: str, owner: str, low: int, high: int | None) -> None:
         """The check without the guard: one count over the primary key, and a search for the gap only when the
@@ -488,7 +632,7 @@ class SessionStore(StoreBase):
             if count == 0 or (first == low and last - first + 1 == count):
                 return
             if first != low:
-                raise LogGapError(session_id, after=low - 1, next=first)
+                raise LogGapError(session_id, after=low - 1, next=first, store=self.location)
             after = _first(
                 self._conn.execute(
                     f"SELECT seq FROM events AS e WHERE {where} AND NOT EXISTS "
@@ -501,10 +645,11 @@ class SessionStore(StoreBase):
                     "SELECT min(seq) FROM events WHERE session_id = ? AND seq > ?", (owner, after)
                 )
             )[0]
-        raise LogGapError(session_id, after=after, next=following)
+        raise LogGapError(session_id, after=after, next=following, store=self.location)
 
     # ------------------------------------------------------------ writing
 
+    @_named_errors
     def append_events(
         self,
         session_id: str,
@@ -521,6 +666,7 @@ class SessionStore(StoreBase):
                 self._check_lease(connection, lease)
             connection.executemany(_INSERT, rows)
 
+    @_named_errors
     def insert_rows(
         self, conn: sqlite3.Connection, rows: list[EventRow], *, lease: Lease | None = None
     ) -> None:
@@ -537,6 +683,7 @@ class SessionStore(StoreBase):
             raise
         conn.execute("COMMIT")
 
+    @_named_errors
     def wait_for_events(self, session_id: str, length: int, timeout: float) -> None:
         """Poll the WAL file (and the database file) until either changes, or `timeout` seconds pass."""
         files = (self.path, self.path.with_name(self.path.name + "-wal"))
@@ -559,6 +706,7 @@ class SessionStore(StoreBase):
         while time.monotonic() < deadline and marks() == before:
             time.sleep(0.02)
 
+    @_named_errors
     def import_session(self, info: SessionInfo, events: Iterable[StoredEvent]) -> SessionInfo:
         """Create a session and insert its events in one transaction; if `events` raises, nothing is kept."""
         with self._write() as conn:
@@ -574,6 +722,7 @@ class SessionStore(StoreBase):
 
     # ------------------------------------------------------------ leases (one writer per session)
 
+    @_named_errors
     def lease_holder(self, session_id: str) -> Lease | None:
         """The lease on `session_id`, if a process holds one (expired or not)."""
         with self._lock:
@@ -589,6 +738,7 @@ class SessionStore(StoreBase):
         )
         return None if row is None else lease_of(session_id, row)
 
+    @_named_errors
     def acquire_lease(self, session_id: str) -> Lease:
         """Take the lease on `session_id` for this process, or raise `SessionInUseError` naming its holder. A held
         lease is taken over only when its holder is provably gone: its pid is dead on this host, or it expired."""
@@ -607,6 +757,7 @@ class SessionStore(StoreBase):
             )
         return mine
 
+    @_named_errors
     def renew_lease(self, lease: Lease) -> None:
         """Push the lease's expiry a TTL ahead; `SessionInUseError` if it is no longer this holder's."""
         with self._write() as conn:
@@ -616,6 +767,7 @@ class SessionStore(StoreBase):
                 (self._wall_ms() + self.lease_ttl_ms, lease.session_id, lease.token),
             )
 
+    @_named_errors
     def release_lease(self, lease: Lease) -> None:
         """Give the lease back (a no-op if it was already taken over)."""
         with self._write() as conn:
@@ -633,6 +785,7 @@ class SessionStore(StoreBase):
 
     # ------------------------------------------------------------ fork (the checks are `StoreBase.fork`'s)
 
+    @_named_errors
     def _last_turn_bound(self, owner: str, low: int, high: int) -> tuple[int, str] | None:
         with self._lock:
             row = _first(

@@ -11,11 +11,20 @@ from typing import TYPE_CHECKING, Any
 
 from dsh.runtime.kernel import Context
 from dsh.runtime.kernel.errors import ToolError
+from dsh.runtime.llm import ImageBlock
 
 if TYPE_CHECKING:
     from dsh.runtime.session import SessionLog
 
-__all__ = ["TOOL_NAME", "Tool", "ToolCall", "ToolContext", "ToolResult", "ToolDefinitionError"]
+__all__ = [
+    "TOOL_NAME",
+    "AddedContext",
+    "Tool",
+    "ToolCall",
+    "ToolContext",
+    "ToolDefinitionError",
+    "ToolResult",
+]
 
 TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
@@ -38,15 +47,28 @@ class ToolCall:
 
 
 @dataclass(frozen=True)
+class AddedContext:
+    """Text a plugin (a hook) adds for the model's next step: after the call's result is logged, the loop queues it
+    as steering (`next-step`) with the source `{kind: "plugin", plugin}`, one message of one text block per entry."""
+
+    texts: tuple[str, ...]
+    plugin: str
+
+
+@dataclass(frozen=True)
 class ToolResult:
     """What a call returns to the model. `is_error` marks a failed call; `code` is a stable machine-readable
-    reason (`INVALID_ARGUMENTS`, `UNKNOWN_TOOL`, `TOOL_FAILED`, `ABORTED`, ...); `meta` is logged beside the
-    result for clients and never shown to the model."""
+        reason (`INVALID_ARGUMENTS`, `UNKNOWN_TOOL`, `TOOL_FAILED`, `ABORTED`, ...); `meta` is logged beside the
+        result for clients and never shown to the model. `images` follow the text in the logged result (an MCP tool
+        that returns a screenshot); a transport that cannot send a tool's image names it instead. `context` is text a
+    hook adds after the result (PostToolUse's additional context), entered into the conversation after the step."""
 
     text: str
     is_error: bool = False
     code: str | None = None
     meta: Mapping[str, Any] = field(default_factory=dict)
+    context: tuple[AddedContext, ...] = ()
+    images: tuple[ImageBlock, ...] = ()
 
     @classmethod
     def error(cls, code: str, text: str) -> ToolResult:
@@ -63,6 +85,9 @@ class ToolContext:
 
     Cancellation arrives as anyio cancellation of the task running `execute`; a tool that must clean up does so in
     `finally` (with a shielded cancel scope for awaits).
+
+    `approved` says the call was approved (its tool's `approval` asked, or a hook asked, and a person or the policy
+    granted it): bash runs an approved escalation under the wider sandbox mode it asked for.
     """
 
     ctx: Context
@@ -72,6 +97,7 @@ class ToolContext:
     turn: int = 0
     step: int = 0
     agent: Any = None
+    approved: bool = False
 
 
 Execute = Callable[[dict[str, Any], ToolContext], Awaitable[ToolResult | str]]
@@ -89,7 +115,8 @@ class Tool:
     that reaches the network or another outside service, so a replay serves its recorded result instead of
     running it (replay's recorded tools). `timing_dependent` says that its result depends on how far background
     work has got when it runs (a read of a background job): a replay still runs it, for what it does, and serves
-    the model the recorded result.
+    the model the recorded result. `approval(arguments, context)`, when given, says whether this call needs a
+    person's approval before it runs: the reason to ask with, or None (bash: an escalation out of its sandbox).
     """
 
     name: str
@@ -98,6 +125,7 @@ class Tool:
     execute: Execute
     hermetic: bool = True
     timing_dependent: bool = False
+    approval: Callable[[dict[str, Any], ToolContext], str | None] | None = None
 
     def __post_init__(self) -> None:
         if not TOOL_NAME.fullmatch(self.name):

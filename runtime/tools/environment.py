@@ -1,6 +1,7 @@
 """What a tool's subprocess inherits of dsh's environment: the `ToolEnvironment` service, where plugins name the
 variables that hold their secrets (a provider's API key), and the policy that builds a child's environment without
-them, without anything whose name looks like a credential, and with a deployment's own allow and deny lists."""
+them, without anything whose name or value looks like a credential, without dsh's own settings (`DSH_*`), without
+anything that contains a withheld value, and with a deployment's own allow and deny lists."""
 
 from __future__ import annotations
 
@@ -9,10 +10,19 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from urllib.parse import unquote
 
 from dsh.runtime.kernel import Context, Disposer, ServiceKey
+from dsh.runtime.session import url_password
 
-__all__ = ["CREDENTIAL_PATTERNS", "TOOL_ENV", "EnvPolicy", "ToolEnvironment"]
+__all__ = [
+    "CREDENTIAL_PATTERNS",
+    "CREDENTIAL_VALUES",
+    "DSH_SETTINGS",
+    "TOOL_ENV",
+    "EnvPolicy",
+    "ToolEnvironment",
+]
 
 CREDENTIAL_PATTERNS: tuple[str, ...] = (
     "*API_KEY*",
@@ -32,10 +42,37 @@ CREDENTIAL_PATTERNS: tuple[str, ...] = (
     "*_AUTH_*",
     "*COOKIE*",
     "*SESSION_KEY*",
+    "*_PWD",
+    "*_PAT",
+    "*_PAT_*",
+    "*_DSN",
+    "*JWT*",
+    "*CONNECTION_STRING*",
 )
 """Names (matched case-insensitively, shell-glob style) that look like credentials and are withheld by default:
-`OPENAI_API_KEY`, `GITHUB_TOKEN`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `PGPASSWORD`, `NPM_CONFIG__AUTH`,
-`GOOGLE_APPLICATION_CREDENTIALS`, ..."""
+`OPENAI_API_KEY`, `GITHUB_TOKEN`, `GITHUB_PAT`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `PGPASSWORD`,
+`MYSQL_PWD`, `NPM_CONFIG__AUTH`, `GOOGLE_APPLICATION_CREDENTIALS`, `SENTRY_DSN`, `CI_JOB_JWT`, ..."""
+
+CREDENTIAL_VALUES: tuple[re.Pattern[str], ...] = (
+    re.compile(r"(?i)\b[a-z][a-z0-9+.\-]*://[^\s/@:]*:[^\s/@]+@"),  # a URL carrying a password (user:PW@host)
+    re.compile(
+        r"(?i)(?:^|[\s?&;])(?:password|pwd)\s*=\s*[^&;\s]"
+    ),  # a password parameter (URL, conninfo, ADO)
+    re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"),  # a JSON web token
+    re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})"),  # GitHub tokens
+    re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}"),  # a GitLab personal access token
+    re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),  # Slack tokens
+    re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),  # an AWS access key id
+    re.compile(r"\bsk-[A-Za-z0-9_-]{16,}"),  # OpenAI-style API keys (DeepSeek's, Anthropic's sk-ant-...)
+    re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----"),  # a PEM private key
+)
+"""Values that are credentials whatever their variable is called (`HTTPS_PROXY=http://u:PW@proxy:3128`,
+`DATABASE_URL=postgres://app:PW@db/app`, a token pasted into `CI_VARS`): withheld by default, like a name of
+`CREDENTIAL_PATTERNS`."""
+
+DSH_SETTINGS = "DSH_*"
+"""dsh's own settings (`DSH_STORE`, the store URL with its password; `DSH_CONFIG`): never passed to a tool, whatever
+a deployment's `allow` says."""
 
 _MIN_SECRET_CHARS = 8
 """Shorter withheld values (`1`, `true`) are too common to withhold every other variable that equals them."""
@@ -91,26 +128,37 @@ class ToolEnvironment:
         """The names declared secret now."""
         return frozenset(self._secrets)
 
-    def withheld(self, name: str, policy: EnvPolicy) -> bool:
-        """Whether `name` is kept from tool subprocesses under `policy`."""
-        if name in self._secrets or _matches(name, policy.deny):
+    def withheld(self, name: str, policy: EnvPolicy, value: str | None = None) -> bool:
+        """Whether the variable `name` (holding `value`, when given) is kept from tool subprocesses under `policy`:
+        a declared secret, dsh's own setting or a denied name always; else not if `allow` names it; else if its name
+        looks like a credential (`CREDENTIAL_PATTERNS`) or its value is one (`CREDENTIAL_VALUES`)."""
+        if name in self._secrets or _matches(name, (DSH_SETTINGS, *policy.deny)):
             return True
         if _matches(name, policy.allow):
             return False
-        return _matches(name, CREDENTIAL_PATTERNS)
+        if _matches(name, CREDENTIAL_PATTERNS):
+            return True
+        return value is not None and any(pattern.search(value) for pattern in CREDENTIAL_VALUES)
 
     def child_env(self, base: Mapping[str, str], policy: EnvPolicy) -> dict[str, str]:
-        """`base` without every variable `policy` withholds, and without any other variable holding the same value
-        as a withheld one (`export KEY_COPY=$DEEPSEEK_API_KEY` does not smuggle it through)."""
+        """`base` without every variable `policy` withholds, and without any other variable whose value contains a
+        withheld value or the password of a withheld URL (`export KEY_COPY=$DEEPSEEK_API_KEY`,
+        `AUTH_HEADER="Bearer $DEEPSEEK_API_KEY"` and `PGPASS=$PW` do not smuggle it through)."""
         kept: dict[str, str] = {}
         secret_values: set[str] = set()
         for name, value in base.items():
-            if self.withheld(name, policy):
-                if len(value) >= _MIN_SECRET_CHARS:
-                    secret_values.add(value)
+            if self.withheld(name, policy, value):
+                password = url_password(value)
+                for secret in (value, password, password and unquote(password)):
+                    if secret and len(secret) >= _MIN_SECRET_CHARS:
+                        secret_values.add(secret)
             else:
                 kept[name] = value
-        return {name: value for name, value in kept.items() if value not in secret_values}
+        return {
+            name: value
+            for name, value in kept.items()
+            if not any(secret in value for secret in secret_values)
+        }
 
 
 TOOL_ENV = ServiceKey[ToolEnvironment]("tool-environment")

@@ -3,7 +3,9 @@ execute, contain failures)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import contextlib
+import weakref
+from dataclasses import dataclass, replace
 
 import anyio
 
@@ -11,6 +13,21 @@ from dsh.runtime.kernel import Context, Disposer, NoConfig, Plugin, Scope, Servi
 from dsh.runtime.kernel.errors import ToolError
 from dsh.runtime.prompt import SYSTEM_PROMPT, AssembleContext, ToolSchema, ToolSet
 
+from .approval import (
+    APPROVER,
+    DENIED,
+    POST_EXECUTE,
+    PRE_EXECUTE,
+    REJECTED,
+    Allow,
+    Approval,
+    ApprovalRequest,
+    Ask,
+    Deny,
+    ToolExecution,
+    denial_text,
+    rejection_text,
+)
 from .arguments import ArgumentValidator
 from .definition import Execute, Tool, ToolCall, ToolContext, ToolResult
 from .environment import TOOL_ENV, ToolEnvironment
@@ -69,6 +86,9 @@ class ToolRegistry:
     """Tools by name per scope layer. A tool registered in a scope shadows a global tool of the same name there."""
 
     def __init__(self) -> None:
+        # one session's calls pass the pre-execute seam and their approvals one at a time, in the order they
+        # arrive (call order, for a step's parallel calls): hooks and approvals land in the log in one order
+        self._gates: weakref.WeakKeyDictionary[object, anyio.Lock] = weakref.WeakKeyDictionary()
         self._layers: dict[Scope | None, dict[str, _Entry]] = {}
         # Each scope's visible schemas in name order, as the prompt's tool provider returns them: the same tuple
         # until the next registration or disposal anywhere, so an assembly can tell nothing changed by identity.
@@ -162,7 +182,25 @@ class ToolView:
         arguments = entry.validator.parse(call.arguments)
         if isinstance(arguments, ToolResult):
             return arguments
-        execute = await self._ctx.waterfall(EXECUTOR, entry.tool.execute, entry.tool, call, context)
+        tool = entry.tool
+        execution = ToolExecution(tool, call, arguments, context)
+        gate = (
+            self._registry._gates.setdefault(context.log, anyio.Lock()) if context.log is not None else None
+        )
+        async with gate if gate is not None else contextlib.nullcontext():
+            decision = await self._ctx.waterfall(PRE_EXECUTE, Allow(), execution)
+            if isinstance(decision, Deny):
+                return ToolResult.error(DENIED, denial_text(decision.reason))
+            reason = decision.reason if isinstance(decision, Ask) else None
+            if reason is None and tool.approval is not None:
+                reason = tool.approval(arguments, context)
+            if isinstance(decision, Ask) or reason is not None:
+                approval = await self._approve(ApprovalRequest(tool.name, call.call_id, reason, context))
+                if not approval.granted:
+                    return ToolResult.error(REJECTED, rejection_text(tool.name, approval))
+                context = replace(context, approved=True)
+                execution = ToolExecution(tool, call, arguments, context)
+        execute = await self._ctx.waterfall(EXECUTOR, tool.execute, tool, call, context)
         try:
             result = await execute(arguments, context)
         except anyio.get_cancelled_exc_class():
@@ -172,7 +210,14 @@ class ToolView:
             return ToolResult.error(
                 TOOL_FAILED, f'tool "{call.name}" failed: {type(error).__name__}: {error}'
             )
-        return ToolResult(result) if isinstance(result, str) else result
+        done = ToolResult(result) if isinstance(result, str) else result
+        return await self._ctx.waterfall(POST_EXECUTE, done, execution)
+
+    async def _approve(self, request: ApprovalRequest) -> Approval:
+        """The `approval` service's decision; with no such service loaded, nobody can grant it (`unavailable`)."""
+        if not self._ctx.has(APPROVER):
+            return Approval("unavailable")
+        return await self._ctx.get(APPROVER).request(request)
 
 
 TOOLS = ServiceKey[ToolView]("tools")

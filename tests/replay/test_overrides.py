@@ -312,10 +312,9 @@ def test_two_compactions_in_one_step_are_numbered_and_overridden_apart(tmp_path:
     assert [e.end for e in hung] == [None, Hang(None), None]
 
 
-def test_the_originals_positional_override_file_is_refused_not_ignored(tmp_path: Path) -> None:
+def test_the_originals_positional_override_file_is_read_and_dshs_wins_beside_it(tmp_path: Path) -> None:
     (tmp_path / "session.jsonl").write_bytes(CANCEL.read_bytes())
     (tmp_path / "replay.override.json").write_text('[{"kind": "hang", "readyFile": ".ready"}]')
-    with pytest.raises(OverrideError, match=r"positional replay\.override\.json, which dsh does not read"):
-        load_recording(tmp_path)
+    assert load_recording(tmp_path).root.entries[0].end == Hang(".ready")
     (tmp_path / "override.json").write_text(json.dumps({"overrides": [{"op": "hang", "turn": 1, "step": 1}]}))
     assert load_recording(tmp_path).root.entries[0].end == Hang()

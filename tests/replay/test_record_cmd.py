@@ -40,8 +40,8 @@ def test_a_turn_that_ended_in_error_exits_1_naming_it_and_keeps_the_log(tmp_path
     (scenario / "scenario.yml").write_text(yaml.safe_dump({"deployment": "deployment.yml", "inputs": ["hi"]}))
     ran = record(str(scenario))
     assert ran.returncode == 1, ran.stderr
-    assert "turn 1 failed:" in ran.stdout  # as dsh run prints it
-    said = " ".join(ran.stderr.split())
+    assert ran.stderr.startswith("turn 1 failed: ")  # as dsh run prints it: one line on stderr
+    said = " ".join(ran.stderr.splitlines()[-1].split())
     assert said.startswith("error: the recording failed: turn 1 of session.jsonl failed: ")
     assert f"written into {scenario} for a look; it is no scenario to keep" in said
     assert '"type":"turn/end"' in (scenario / "session.jsonl").read_text()

@@ -38,6 +38,23 @@ from .logs import HARNESS, PROVIDER, LogBuilder, text_call
 
 # (turn, step, attempt, kind, finish) of every entry, per recorded log.
 EXPECTED: dict[str, list[tuple[int, int, int, str, str]]] = {
+    "agent-instructions/session.jsonl": [
+        (1, 1, 1, "model", "tool-calls"),
+        (1, 2, 1, "model", "tool-calls"),
+        (1, 3, 1, "model", "stop"),
+    ],
+    "approval-composer/session.jsonl": [
+        (1, 1, 1, "model", "tool-calls"),
+        (1, 2, 1, "model", "tool-calls"),
+        (1, 3, 1, "model", "tool-calls"),
+        (1, 4, 1, "model", "stop"),
+    ],
+    "escalation-approved/session.jsonl": [(1, 1, 1, "model", "tool-calls"), (1, 2, 1, "model", "stop")],
+    "hook-cc-posttool-context/session.jsonl": [(1, 1, 1, "model", "tool-calls"), (1, 2, 1, "model", "stop")],
+    "hook-cc-pretool-ask/session.jsonl": [(1, 1, 1, "model", "tool-calls"), (1, 2, 1, "model", "stop")],
+    "hook-cc-pretool-deny/session.jsonl": [(1, 1, 1, "model", "tool-calls"), (1, 2, 1, "model", "stop")],
+    "hook-codex-pretool-block/session.jsonl": [(1, 1, 1, "model", "tool-calls"), (1, 2, 1, "model", "stop")],
+    "hook-codex-stop-continue/session.jsonl": [(1, 1, 1, "model", "stop"), (1, 2, 1, "model", "stop")],
     "bash-tool-turn/session.jsonl": [(1, 1, 1, "model", "tool-calls"), (1, 2, 1, "model", "stop")],
     "compaction-recovery/session.jsonl": [
         (1, 1, 1, "model", "tool-calls"),
@@ -73,6 +90,8 @@ EXPECTED: dict[str, list[tuple[int, int, int, str, str]]] = {
     "web-fresh-round-trip/session.jsonl": [(1, 1, 1, "model", "tool-calls"), (1, 2, 1, "model", "stop")],
 }
 NEEDS_OVERRIDE = {"cancel/session.jsonl": CallKey(turn=1, step=1, attempt=1)}
+PROVIDERS = {"approval-composer/session.jsonl": "deepseek"}
+"""Logs recorded under another provider id than PROVIDER."""
 LOGS = sorted(str(path.relative_to(HARNESS)) for path in HARNESS.glob("*/*.jsonl"))
 
 
@@ -85,7 +104,7 @@ def test_the_script_of_every_recorded_log(name: str) -> None:
     script = derive_script(read_log(HARNESS / name))
     got = [(e.call.turn, e.call.step, e.call.attempt, e.kind, e.finish_kind) for e in script.entries]
     assert got == EXPECTED[name]
-    assert script.providers == ((PROVIDER,) if got else ())
+    assert script.providers == ((PROVIDERS.get(name, PROVIDER),) if got else ())
     for entry in script.entries:
         assert isinstance(entry.chunks[-1], Finish)
         assert sum(isinstance(chunk, Finish) for chunk in entry.chunks) == 1

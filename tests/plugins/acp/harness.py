@@ -66,11 +66,15 @@ def kinds(updates: list[Any]) -> list[str]:
 
 
 def write_deployment(
-    path: Path, base_url: str, *, persona: str = "You are a test agent; work in {{cwd}}."
+    path: Path,
+    base_url: str,
+    *,
+    persona: str = "You are a test agent; work in {{cwd}}.",
+    extra: tuple[dict[str, object], ...] = (),
 ) -> Path:
     from tests.runtime.cli.helpers import deployment
 
-    path.write_text(deployment(base_url, persona=persona))
+    path.write_text(deployment(base_url, persona=persona, extra=extra))
     return path
 
 

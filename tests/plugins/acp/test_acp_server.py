@@ -14,6 +14,7 @@ from acp import PROTOCOL_VERSION, RequestError, text_block
 from acp.schema import (
     AgentMessageChunk,
     AgentThoughtChunk,
+    AvailableCommandsUpdate,
     ContentToolCallContent,
     TextContentBlock,
     ToolCallProgress,
@@ -446,3 +447,79 @@ async def test_a_loaded_session_continues_from_the_recordings_next_turn(tmp_path
     assert (response.stop_reason, said) == ("end_turn", "TWO")
     assert past is not None
     assert "the recording has no turn 3" in str(past)
+
+
+async def test_compact_is_an_available_command_that_compacts_the_session(tmp_path: Path) -> None:
+    recorder = Recorder()
+    compaction: dict[str, object] = {"id": "compaction", "use": "compaction", "config": {"prune": False}}
+    replies = (answer("first answer"), answer("second answer"), answer("Summary: they said hello twice."))
+    async with loopback(*replies) as server:
+        config = write_deployment(tmp_path / "deployment.yml", server.base_url, extra=(compaction,))
+        async with dsh_acp(tmp_path, config, recorder) as (conn, _):
+            with anyio.fail_after(60):
+                await conn.initialize(protocol_version=PROTOCOL_VERSION)
+                session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+                await recorder.wait_for(lambda u: any(isinstance(x, AvailableCommandsUpdate) for _, x in u))
+                for word in ("hello ", "again "):
+                    await conn.prompt(session_id=session.session_id, prompt=[text_block(word * 400)])
+                response = await conn.prompt(session_id=session.session_id, prompt=[text_block("/compact")])
+    updates = recorder.of(session.session_id)
+    offered = [u for u in updates if isinstance(u, AvailableCommandsUpdate)]
+    assert [c.name for c in offered[0].available_commands] == ["compact"]
+    said = text_of(updates, AgentMessageChunk)
+    assert said.startswith("first answersecond answerCompacted: a summary replaced older messages. History ")
+    assert said.endswith(" tokens (estimated).")
+    assert response.stop_reason == "end_turn"
+    with SessionStore(tmp_path / "sessions.db") as store:
+        types = [e.type for e in store.events(session.session_id)]
+    assert types.count("compaction/summary") == 1
+    assert types.count("turn/start") == 2  # /compact is a command, not a turn
+
+
+NOISY = (
+    "import os, sys\n"
+    "from dsh.runtime.kernel import Plugin\n"
+    "print('NOISE at import')\n"
+    "def _apply(ctx, config):\n"
+    "    print('NOISE at apply', flush=True)\n"
+    "    os.write(1, b'NOISE from C level\\n')\n"
+    "plugin = Plugin(name='noisy', apply=_apply)\n"
+)
+
+
+async def test_nothing_a_plugin_prints_reaches_the_protocols_stdout(tmp_path: Path) -> None:
+    (tmp_path / "noisy_plugin.py").write_text(NOISY)
+    config = tmp_path / "deployment.yml"
+    deployed = json.loads((write_deployment(tmp_path / "base.yml", "http://127.0.0.1:9/v1")).read_text())
+    deployed["plugins"].insert(0, {"id": "noisy", "use": "noisy_plugin"})
+    config.write_text(json.dumps(deployed))
+    requests = b"".join(
+        json.dumps(request).encode() + b"\n"
+        for request in (
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {"protocolVersion": PROTOCOL_VERSION},
+            },
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "session/new",
+                "params": {"cwd": str(tmp_path), "mcpServers": []},
+            },
+        )
+    )
+    root = Path(__file__).parents[3]
+    with anyio.fail_after(60):
+        done = await anyio.run_process(  # stdout a pipe: asyncio's pipe transport
+            [*DSH, "acp", "--config", str(config), "--store", str(tmp_path / "s.db")],
+            input=requests,
+            env=plain_env(PYTHONPATH=f"{tmp_path}:{root}"),
+            check=False,
+        )
+    assert done.returncode == 0, done.stderr.decode()
+    answered = [json.loads(line) for line in done.stdout.decode().splitlines()]  # every line is JSON-RPC
+    assert [(m["id"], "result" in m) for m in answered] == [(1, True), (2, True)]
+    for noise in (b"NOISE at import", b"NOISE at apply", b"NOISE from C level"):
+        assert noise in done.stderr

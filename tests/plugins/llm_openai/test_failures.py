@@ -306,3 +306,86 @@ async def test_comments_rearm_the_idle_timeout() -> None:
     async with loopback(Reply(parts=[*pings, sse(wire(content="late", finish="stop"))])) as server:
         chunks = await collect(server.base_url, idle_timeout=0.3)
     assert chunks[-1] == Finish(reason=FinishStop())
+
+
+@pytest.mark.parametrize(
+    ("error", "code", "status"),
+    [
+        # LiteLLM's proxy sends the status as a string
+        (
+            {"message": "litellm.RateLimitError: slow\n\ndown", "type": "throttling_error", "code": "429"},
+            "RATE_LIMIT",
+            429,
+        ),
+        ({"message": "upstream failed", "type": None, "code": "500"}, "SERVER", 500),
+        ({"message": "bad key", "type": "auth_error", "code": "401"}, "AUTH", 401),
+        ({"message": "slow down", "code": 429}, "RATE_LIMIT", 429),
+        ({"message": "no such key", "code": 401}, "AUTH", 401),
+        # named codes and types, with and without a status
+        (
+            {"message": "too long", "type": "invalid_request_error", "code": "context_length_exceeded"},
+            "CONTEXT_WINDOW_EXCEEDED",
+            None,
+        ),
+        (
+            {"message": "too long", "type": "context_length_exceeded", "code": "400"},
+            "CONTEXT_WINDOW_EXCEEDED",
+            400,
+        ),
+        (
+            {"message": "This model's maximum context length is 8192 tokens", "code": "400"},
+            "CONTEXT_WINDOW_EXCEEDED",
+            400,
+        ),
+        ({"message": "You exceeded your current quota", "type": "insufficient_quota"}, "QUOTA", None),
+        ({"message": "x", "type": "invalid_request_error", "code": "insufficient_quota"}, "QUOTA", None),
+        ({"message": "Incorrect API key provided", "code": "invalid_api_key"}, "AUTH", None),
+        ({"message": "Rate limit reached", "type": "rate_limit_error"}, "RATE_LIMIT", None),
+        ({"message": "Overloaded", "type": "overloaded_error"}, "SERVER", None),
+        ({"message": "The server had an error", "type": "server_error"}, "SERVER", None),
+        ({"message": "bad parameter", "type": "invalid_request_error"}, "INVALID_REQUEST", None),
+        ({"message": "something", "code": "weird"}, "SERVER", None),
+        ({"message": "something", "code": True}, "SERVER", None),
+        ({"message": "something", "code": "999"}, "SERVER", None),
+    ],
+)
+async def test_mid_stream_error_objects_are_coded_as_servers_send_them(
+    error: dict[str, object], code: str, status: int | None
+) -> None:
+    reply = Reply(
+        headers={"content-type": "text/event-stream", "x-litellm-call-id": "call-7"},
+        parts=[data(wire(content="half an ans")), data({"error": error})],
+    )
+    async with loopback(reply) as server:
+        chunks = await collect(server.base_url)
+    failure = failure_of(chunks)
+    assert (failure.code, failure.status, failure.request_id) == (code, status, "call-7")
+    assert failure.message == f"the provider reported an error mid-stream: {error['message']}"
+
+
+@pytest.mark.parametrize(
+    ("headers", "expected"),
+    [
+        ({"x-request-id": "a", "x-litellm-call-id": "b"}, "a"),
+        ({"x-litellm-call-id": "b", "cf-ray": "c"}, "b"),
+        ({"request-id": "r"}, "r"),
+        ({"openai-request-id": "o"}, "o"),
+        ({"cf-ray": "8f1c-FRA"}, "8f1c-FRA"),
+        ({"x-request-id": " ", "cf-ray": "c"}, "c"),
+        ({}, None),
+    ],
+)
+async def test_the_request_id_is_read_from_the_common_headers(
+    headers: dict[str, str], expected: str | None
+) -> None:
+    async with loopback(error_reply(500, "boom", headers)) as server:
+        failure = failure_of(await collect(server.base_url))
+    assert failure.request_id == expected
+
+
+async def test_an_http_error_is_coded_by_its_named_code_too() -> None:
+    body = json.dumps({"error": {"message": "see your plan", "type": "insufficient_quota", "code": None}})
+    reply = Reply(status=429, headers={"content-type": "application/json"}, parts=[body.encode()])
+    async with loopback(reply) as server:
+        failure = failure_of(await collect(server.base_url))
+    assert failure.code == "QUOTA"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
 from dsh.runtime.llm import (
@@ -15,6 +16,7 @@ from dsh.runtime.llm import (
     LlmFailure,
     ReasoningBlock,
     ReasoningDelta,
+    StreamChunk,
     TextBlock,
     TextDelta,
     TokenUsage,
@@ -185,7 +187,6 @@ async def test_usage_on_the_finish_chunk_and_a_trailing_usage_only_chunk_the_lat
     [
         ("stop", FinishStop()),
         (None, FinishStop()),
-        ("tool_calls", FinishToolCalls()),
         ("length", FinishMaxTokens()),
         (
             "content_filter",
@@ -255,3 +256,34 @@ async def test_reasoning_field_named_reasoning_as_vllm_sends_it() -> None:
     async with loopback(Reply(parts=[body])) as server:
         chunks = await collect(server.base_url)
     assert BlockEnd(index=0, block=ReasoningBlock("hmm")) in chunks
+
+
+@pytest.mark.parametrize(("sent", "provider_reason"), [("tool_calls", None), ("stop", "stop"), (None, None)])
+async def test_a_message_with_tool_calls_finishes_tool_calls_whatever_the_server_said(
+    sent: str | None, provider_reason: str | None
+) -> None:
+    # several servers (and LiteLLM's proxy in front of some) send `stop` with tool calls
+    body = sse(
+        wire(content="let me look"),
+        wire(tool_calls=[call(0, '{"a": 1}', id="c1", name="bash")]),
+        wire(finish=sent),
+    )
+    async with loopback(Reply(parts=[body])) as server:
+        chunks = await collect(server.base_url)
+    assert chunks[-1] == Finish(reason=FinishToolCalls(), provider_reason=provider_reason)
+
+
+async def test_a_message_without_tool_calls_finishes_stop_though_the_server_said_tool_calls() -> None:
+    async with loopback(Reply(parts=[sse(wire(content="x"), wire(finish="tool_calls"))])) as server:
+        chunks = await collect(server.base_url)
+    assert chunks[-1] == Finish(reason=FinishStop(), provider_reason="tool_calls")
+
+
+async def test_the_server_reason_is_logged_beside_the_finish() -> None:
+    finish = Finish(reason=FinishToolCalls(), provider_reason="stop")
+    assert (
+        msgspec.json.encode(finish)
+        == b'{"type":"finish","reason":{"kind":"tool-calls"},"providerReason":"stop"}'
+    )
+    assert msgspec.json.decode(msgspec.json.encode(finish), type=StreamChunk) == finish
+    assert b"providerReason" not in msgspec.json.encode(Finish(reason=FinishStop()))

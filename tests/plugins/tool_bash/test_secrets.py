@@ -1,6 +1,7 @@
 """Secrets never reach a tool: a model that runs `env` and echoes the key variables through bash, in a real `dsh run`
 against a loopback model server, gets none of them, so they are absent from the log, the export and the next
-request. The key itself was live all along: it is in the Authorization header, and only there."""
+request, nor any secret in disguise (a value containing the key, a URL's password, a proxy's credentials, dsh's own
+`DSH_STORE`). The key itself was live all along: it is in the Authorization header, and only there."""
 
 from __future__ import annotations
 
@@ -21,6 +22,16 @@ SECRETS = {
     "DEEPSEEK_API_KEY": "sk-deepseek-key-51d0e2",  # withheld by the *_API_KEY pattern
     "DATABASE_URL": "postgres://app:db-pass-93be41@db/app",  # withheld by the deployment's deny list
     "ROUTE_KEY_COPY": "sk-route-key-7f3a9c",  # the route key's value under an innocent name
+    # secrets in disguise: inside another value, by a name no older pattern knew, by the shape of the value
+    "AUTH_HEADER": "Bearer sk-route-key-7f3a9c",
+    "MYSQL_PWD": "mysql-pass-0c4d2e",
+    "GITHUB_PAT": "pat-value-6e1f0a9b",
+    "SENTRY_DSN": "https://sentry-key-3a9f1c@o1.ingest.sentry.io/42",
+    "CI_JOB_JWT": "jwt-value-8d7c6b5a",
+    "HTTPS_PROXY": "http://proxy-user:proxy-pass-2b7e@127.0.0.1:9",
+    "APP_DB": "postgres://app:app-db-pass-41c9@db/app",
+    "APP_DB_COPY": "app-db-pass-41c9",
+    "DSH_STORE": "postgresql://dsh:store-pass-5e1d@127.0.0.1:9/dsh",  # dsh's own setting (--store overrides it)
 }
 ATTACK = 'env; echo "route=$DSH_TEST_PROVIDER_CRED deepseek=$DEEPSEEK_API_KEY db=$DATABASE_URL"'
 
@@ -34,7 +45,7 @@ async def test_env_and_echo_in_bash_show_no_secret_anywhere(tmp_path: Path) -> N
             )
         )
         store = tmp_path / "sessions.db"
-        env = environment(**SECRETS, DSH_TEST_VISIBLE="plain-value-0042")
+        env = environment(**SECRETS, VISIBLE_TO_TOOLS="plain-value-0042")
         ran = await anyio.run_process(run_command(config, store, tmp_path), env=env, check=False)
         assert ran.returncode == 0, ran.stderr.decode()
         session = ran.stderr.decode().split("session ")[-1].strip()
@@ -43,7 +54,7 @@ async def test_env_and_echo_in_bash_show_no_secret_anywhere(tmp_path: Path) -> N
         )
     second = server.requests[1]
     tool_output = second.json()["messages"][-1]["content"]
-    assert "DSH_TEST_VISIBLE=plain-value-0042" in tool_output  # `env` ran, and ordinary variables pass
+    assert "VISIBLE_TO_TOOLS=plain-value-0042" in tool_output  # `env` ran, and ordinary variables pass
     assert "route= deepseek= db=" in tool_output
     assert second.headers["authorization"] == "Bearer sk-route-key-7f3a9c"  # the key was live, in its header
     exported = export.stdout.decode()

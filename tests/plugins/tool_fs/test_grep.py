@@ -179,18 +179,23 @@ def reference(data: bytes, pattern: str, limit: int) -> list[tuple[int, str]]:
     text=st.text(alphabet="ab \n\rxé", max_size=60) | st.text(alphabet="ab1 \n\t_-", max_size=60),
     pattern=st.sampled_from(PATTERNS + ASCII_PATTERNS),
     block=st.integers(min_value=1, max_value=24),
+    read=st.integers(min_value=1, max_value=24),
     limit=st.integers(min_value=1, max_value=8) | st.just(10**9),
     invalid=st.booleans(),
 )
 def test_grep_matches_lines_as_pythons_re_does(
-    tmp_path: Path, text: str, pattern: str, block: int, limit: int, invalid: bool
+    tmp_path: Path, text: str, pattern: str, block: int, read: int, limit: int, invalid: bool
 ) -> None:
-    # Small blocks put block edges everywhere; invalid UTF-8 is read as U+FFFD by both.
+    # Small blocks and reads put block and piece edges everywhere; invalid UTF-8 is read as U+FFFD by both.
     if pattern in ASCII_PATTERNS and "é" in text:
         return  # \b, \w, \s, \d and POSIX classes are ASCII-only in RE2, Unicode in Python: documented
     data = text.encode() + (b"\xff" if invalid else b"")
     path = tmp_path / "f.txt"
     path.write_bytes(data)
-    with mock.patch.object(grep, "_BLOCK_BYTES", block):
-        found = grep._search(path, grep.compile_pattern(pattern), lambda: None, limit)
-    assert found == reference(data, pattern, limit)
+    with (
+        mock.patch.object(grep, "_BLOCK_BYTES", block),
+        mock.patch.object(grep, "_READ_BYTES", read),
+        path.open("rb") as file,
+    ):
+        found = grep.search_stream(file, grep.compile_pattern(pattern), lambda: None, limit)
+    assert found == grep.Hits(reference(data, pattern, limit), 0)

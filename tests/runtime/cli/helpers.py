@@ -14,9 +14,15 @@ DSH = [sys.executable, "-c", "from dsh.runtime.cli import main; main()"]
 
 
 def deployment(
-    base_url: str, *, key_env: str | None = None, persona: str = "You are a test agent on {{model}}."
+    base_url: str,
+    *,
+    key_env: str | None = None,
+    persona: str = "You are a test agent on {{model}}.",
+    extra: tuple[dict[str, object], ...] = (),
+    retry: dict[str, object] | None = None,
 ) -> str:
-    """A deployment (JSON is YAML) whose `local` route is `base_url`; model `m`."""
+    """A deployment (JSON is YAML) whose `local` route is `base_url`; model `m`; with `retry`, the retry plugin
+    configured so; `extra` plugins after the rest."""
     route: dict[str, object] = {"id": "local", "base_url": base_url}
     if key_env:
         route["api_key_env"] = key_env
@@ -31,6 +37,8 @@ def deployment(
                 {"id": "tools", "use": "dsh.runtime.tools"},
                 {"id": "bash", "use": "dsh.plugins.tool_bash"},
                 {"id": "agent", "use": "dsh.runtime.agent"},
+                *([{"id": "retry", "use": "retry", "config": retry}] if retry is not None else []),
+                *extra,
             ],
         }
     )

@@ -68,7 +68,14 @@ async def test_a_chat_runs_turns_cancels_forks_and_resumes(tmp_path: Path) -> No
     ]
     async with loopback(*replies) as server:
         config = tmp_path / "deployment.yml"
-        config.write_text(deployment(server.base_url))
+        instructions: dict[str, object] = {
+            "id": "instructions",
+            "use": "instructions",
+            "config": {"user_global": False},
+        }
+        config.write_text(deployment(server.base_url, extra=(instructions,)))
+        (tmp_path / ".git").mkdir()
+        (tmp_path / "AGENTS.md").write_text("House rule one.\n")
         store = tmp_path / "sessions.db"
         options = ("--config", str(config), "--store", str(store))
         term = Terminal(*options, cwd=tmp_path)
@@ -94,9 +101,16 @@ async def test_a_chat_runs_turns_cancels_forks_and_resumes(tmp_path: Path) -> No
         term.send("/help")
         await term.expect_exact("/sessions")
         await term.expect_exact(PROMPT)
+        (tmp_path / "AGENTS.md").write_text("House rule two.\n")  # sent with the first turn; edited since
         term.send("/prompt")
         await term.expect_exact("You are a test agent on m.")
+        await term.expect_exact("user message (agent-instructions):")
+        await term.expect_exact("Updated instructions from: AGENTS.md")
+        await term.expect_exact("House rule two.")
         await term.expect_exact("tools: bash")
+        await term.expect_exact(PROMPT)
+        term.send("/compact")
+        await term.expect_exact("nothing compacts in this deployment: add the compaction plugin")
         await term.expect_exact(PROMPT)
         term.send("/nonsense")
         await term.expect_exact("unknown command /nonsense")
@@ -128,6 +142,12 @@ async def test_a_chat_runs_turns_cancels_forks_and_resumes(tmp_path: Path) -> No
 
     last = server.requests[-1].json()["messages"]
     said = [m.get("content") for m in last if m["role"] in ("user", "assistant")]
+    told = [text for text in said if isinstance(text, str) and text.startswith("<system-reminder>")]
+    assert len(told) == 2  # the workspace instructions: the baseline, then the edit as a change
+    assert "Instructions from: AGENTS.md\n\nHouse rule one." in told[0]
+    assert "Updated instructions from: AGENTS.md" in told[1]
+    assert "House rule two." in told[1]
+    said = [text for text in said if text not in told]
     assert said == [
         "echo something",
         "",  # the assistant message that only called bash

@@ -153,7 +153,7 @@ def test_help_and_version_import_no_command() -> None:
         "import sys\nfrom dsh.runtime.cli.app import main\n"
         "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
         "heavy = sorted(m for m in sys.modules if m.startswith(('dsh.runtime.agent', 'dsh.runtime.session', 'acp', "
-        "'plugins', 'replay', 'dsh.runtime.cli.')) and m not in ('dsh.runtime.cli._entry', 'dsh.runtime.cli._commands', 'dsh.runtime.cli.app'))\n"
+        "'plugins', 'replay', 'dsh.runtime.cli.')) and m not in ('dsh.runtime.cli._entry', 'dsh.runtime.cli._argv', 'dsh.runtime.cli._commands', 'dsh.runtime.cli.app'))\n"
         "print(heavy)"
     )
     result = anyio.run(lambda: anyio.run_process([sys.executable, "-c", code], env=plain_env(), check=True))

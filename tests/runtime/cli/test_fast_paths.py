@@ -19,6 +19,7 @@ from dsh.runtime.cli._commands import ENTRY_POINT_GROUP, _entry_points, _highlig
 from dsh.runtime.cli._sessions_list import from_rows, listed, plain_table, session_rows
 from dsh.runtime.cli.app import app
 from dsh.runtime.session import (
+    SCHEMA_VERSION,
     CountingIds,
     FixedClock,
     SessionId,
@@ -419,7 +420,7 @@ def test_a_store_of_an_older_schema_is_migrated_by_typers_path_only(tmp_path: Pa
     assert "msgspec" in ran.stderr.splitlines()[-1]
     assert [data["id"] for data in json.loads(ran.stdout)] == ["old"]
     with SessionStore(db) as store:
-        assert store.schema_version() == 2
+        assert store.schema_version() == SCHEMA_VERSION == 3
 
 
 def test_a_piped_list_is_never_folded_and_the_fast_path_answers_it(tmp_path: Path) -> None:

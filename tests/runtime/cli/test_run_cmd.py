@@ -14,7 +14,7 @@ import pytest
 
 from dsh.runtime.session import SessionStore
 from tests.plugins.llm_openai.helpers import call, wire
-from tests.plugins.llm_openai.loopback import Reply, loopback, sse
+from tests.plugins.llm_openai.loopback import Reply, data, loopback, sse
 from tests.runtime.cli.helpers import DSH, deployment, plain_env
 
 pytestmark = pytest.mark.anyio
@@ -57,10 +57,10 @@ async def test_run_without_the_key_says_which_variable_to_set_and_exits_1(tmp_pa
     config = tmp_path / "deployment.yml"
     config.write_text(deployment("http://127.0.0.1:9", key_env="DSH_TEST_MISSING_KEY"))
     env = {"DSH_TEST_MISSING_KEY": ""}
-    code, out, _ = await dsh("run", "hi", "--config", str(config), "--store", str(tmp_path / "s.db"), env=env)
+    code, _, err = await dsh("run", "hi", "--config", str(config), "--store", str(tmp_path / "s.db"), env=env)
     assert code == 1
-    assert "DSH_TEST_MISSING_KEY" in out
-    assert "MISSING_CREDENTIAL" in out
+    assert "DSH_TEST_MISSING_KEY" in err
+    assert "MISSING_CREDENTIAL" in err
 
 
 async def test_run_without_a_deployment_names_the_flag_and_the_variable(tmp_path: Path) -> None:
@@ -151,6 +151,21 @@ async def test_prompt_reads_the_deployment_from_dsh_config(tmp_path: Path) -> No
     assert out.startswith("# system prompt")
 
 
+async def test_prompt_shows_the_workspace_instructions_the_first_step_would_send(tmp_path: Path) -> None:
+    workspace = tmp_path / "repo"
+    (workspace / ".git").mkdir(parents=True)
+    (workspace / "AGENTS.md").write_text("Use tabs.\n")
+    example = str(ROOT / "examples" / "coding-agent.yml")
+    home = {"DSH_HOME": str(tmp_path / "home")}  # no user-global AGENTS.md
+    code, out, err = await dsh("prompt", "--config", example, "--cwd", str(workspace), env=home)
+    assert code == 0, err
+    assert "# user message (agent-instructions)\n\n<system-reminder>\n" in out
+    assert "Instructions from: AGENTS.md\n\nUse tabs.\n" in out
+    code, out, err = await dsh("prompt", "--config", example, "--cwd", str(workspace), "--json", env=home)
+    assert code == 0, err
+    assert '"kind": "agent-instructions"' in out
+
+
 async def test_sessions_show_takes_an_id_prefix_and_says_why_a_turn_failed(tmp_path: Path) -> None:
     store = str(tmp_path / "s.db")
     recording = str(ROOT / "fixtures" / "harness" / "error-finish")
@@ -181,10 +196,10 @@ async def test_resuming_with_replay_runs_the_recordings_next_turn_then_says_it_h
         chat = await anyio.run_process(
             [*DSH, "chat", "--session", session, *replayed], input=b"three\n", check=False, env=_no_config()
         )
-    said = chat.stdout.decode()
-    assert chat.returncode == 0, chat.stderr.decode()
-    assert "the recording has no turn 3 (" in said
-    assert "holds 2 turns); a replay goes only as far as its recording" in said
+    said = chat.stderr.decode()  # a failed turn is one line on stderr
+    assert chat.returncode == 0, said
+    assert "turn 3 failed: the recording has no turn 3 (" in said
+    assert "holds 2 turns); a replay goes only as far as its recording [REPLAY_ENDED]" in said
 
 
 async def test_a_replay_whose_recorded_input_nothing_live_can_send_fails_at_once_naming_it(
@@ -260,3 +275,46 @@ async def test_ctrl_c_during_a_run_prints_the_session_id_to_continue(tmp_path: P
     assert isinstance(match, re.Match)
     with SessionStore(tmp_path / "s.db") as store:
         assert store.info(match[1]).id == match[1]
+
+
+async def test_a_retry_is_shown_on_stderr_with_the_partial_answer_it_discarded(tmp_path: Path) -> None:
+    # LiteLLM's proxy reports an upstream rate limit mid-stream, the status as a string, the message on lines
+    limited = {
+        "error": {"message": "RateLimitError: slow\n\ndown", "type": "throttling_error", "code": "429"}
+    }
+    first = Reply(parts=[data(wire(content="half an ans")), data(limited)])
+    second = Reply(parts=[sse(wire(content="whole answer"), wire(finish="stop"))])
+    async with loopback(first, second) as server:
+        config = tmp_path / "deployment.yml"
+        config.write_text(
+            deployment(server.base_url, retry={"max_retries": 3, "base_delay_ms": 20, "jitter": 0})
+        )
+        code, out, err = await dsh(
+            "run", "hi", "--config", str(config), "--store", str(tmp_path / "s.db"), "--cwd", str(tmp_path)
+        )
+    assert code == 0, err
+    assert out == "half an ans\nwhole answer\n"
+    assert err.splitlines()[0] == (
+        "retrying (1/3) after RATE_LIMIT in 20 ms: the provider reported an error mid-stream: "
+        "RateLimitError: slow down (the partial answer above was discarded)"
+    )
+
+
+async def test_a_mid_stream_auth_error_is_not_retried_and_is_one_line_on_stderr(tmp_path: Path) -> None:
+    denied = {"error": {"message": "Authentication Error,\n\nInvalid proxy server token", "code": "401"}}
+    reply = Reply(
+        headers={"content-type": "text/event-stream", "x-litellm-call-id": "call-9"}, parts=[data(denied)]
+    )
+    async with loopback(reply) as server:
+        config = tmp_path / "deployment.yml"
+        config.write_text(deployment(server.base_url, retry={"max_retries": 3, "base_delay_ms": 20}))
+        code, out, err = await dsh(
+            "run", "hi", "--config", str(config), "--store", str(tmp_path / "s.db"), "--cwd", str(tmp_path)
+        )
+        assert len(server.requests) == 1
+    assert code == 1
+    assert out == ""
+    assert err.splitlines()[0] == (
+        "turn 1 failed: the provider reported an error mid-stream: Authentication Error, Invalid proxy server "
+        "token [AUTH] (request call-9)"
+    )

@@ -194,3 +194,35 @@ def test_fork_list_and_show_number_a_fork_alike(tmp_path: Path) -> None:
     assert forked.strip() == f"forked {parent} at seq {at} as session {child}"
     assert f"{parent} (fork @{at})" in " ".join(run("sessions", "list", "--store", store).split())
     assert f"forked from {parent} at seq {at}" in run("sessions", "show", child, "--store", store)
+
+
+def test_a_long_message_is_shown_whole_in_bounded_pieces() -> None:
+    """`sessions show` hands rich a long text in pieces of about `_PIECE` characters (rich's rendering of one huge
+    text is quadratic: benchmarks/bench_show.py measures the linear whole), and loses nothing."""
+    import io
+
+    from rich.console import Console
+
+    from dsh.runtime.cli.sessions_cmd import _PIECE, _pieces, _render
+    from dsh.runtime.session import StoredEvent
+
+    text = "".join(f"line {i} " + "x" * (i % 50) + "\n" for i in range(20_000)) + "w " * 40_000 + "z" * 40_000
+    pieces = list(_pieces(text))
+    assert max(len(piece) for piece in pieces) <= _PIECE + 100
+    assert "\n".join(pieces).replace("\n  ", "\n").removeprefix("  ").replace("\n", "") == text.replace(
+        "\n", ""
+    )
+    assert list(_pieces("short\ntext")) == ["  short\n  text"]
+    data = json.dumps(
+        {"content": [{"type": "text", "text": text}], "source": {"kind": "user"}, "role": "user"}
+    )
+    out = io.StringIO()
+    _render(
+        Console(file=out, width=100),
+        StoredEvent(type="user/message", seq=3, time=0, data=data, surface_op="append"),
+        {},
+    )
+    shown = out.getvalue()
+    assert shown.startswith("user  seq 3\n  line 0 \n  line 1 x\n")
+    assert "line 19999 " in shown
+    assert shown.count("z") == 40_000

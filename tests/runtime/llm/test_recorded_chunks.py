@@ -124,6 +124,8 @@ MESSAGES = _recorded_messages()
 #: Plugin-private fields of a plugin source that the struct does not model; the session log keeps payloads as
 #: written, so they survive storage without the struct (the original's system-prompt plugin writes `sections`).
 UNMODELLED_PLUGIN_SOURCE_FIELDS = {"sections"}
+#: Likewise of a user source: the original's ACP front end writes the JSON-RPC id of the prompt (`rpcId`).
+UNMODELLED_USER_SOURCE_FIELDS = {"rpcId"}
 
 
 def test_every_recorded_message_decodes_and_reencodes_unchanged() -> None:
@@ -136,4 +138,6 @@ def test_every_recorded_message_decodes_and_reencodes_unchanged() -> None:
         assert isinstance(source, dict)
         if source["kind"] == "plugin":
             expected["source"] = {k: v for k, v in source.items() if k not in UNMODELLED_PLUGIN_SOURCE_FIELDS}
+        if source["kind"] == "user":
+            expected["source"] = {k: v for k, v in source.items() if k not in UNMODELLED_USER_SOURCE_FIELDS}
         assert as_json(message) == expected, where

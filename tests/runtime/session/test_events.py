@@ -6,6 +6,7 @@ import io
 from pathlib import Path
 
 import msgspec
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -28,6 +29,7 @@ from dsh.runtime.session import (
     write_jsonl,
 )
 from dsh.runtime.session._store import _event, event_row
+from tests.runtime.session.conftest import HARNESS_LOGS
 from tests.strategies import TurnSpec, turn_events, turn_specs
 
 
@@ -54,9 +56,19 @@ def test_every_core_type_of_the_architecture_has_a_tagged_struct() -> None:
         "llm/retry-started",
         "subagent/descriptor",
         "session/title",
+        "session/title-llm-request",
         "agent/inbox/spliced",
         "job/started",
         "job/settled",
+        "approval/policy",
+        "approval/asked",
+        "approval/decided",
+        "permission/preset",
+        "sandbox/mode",
+        "command/run",
+        "command/done",
+        "hook/invoked",
+        "hook/result",
     }
     assert FORMAT_VERSION == 0
 
@@ -111,3 +123,21 @@ def test_the_typed_compaction_view_keeps_every_recorded_field() -> None:
     assert summary.data.shadowed_range == ShadowedRange(start=4, end=4)
     assert summary.data.usage is not None
     assert summary.data.usage.output_tokens == 4
+
+
+_HITL_LOGS = sorted(
+    p for p in HARNESS_LOGS if p.parent.name.startswith(("hook-", "escalation-", "approval-"))
+)
+
+
+@pytest.mark.parametrize("path", _HITL_LOGS, ids=lambda p: p.parent.name)
+def test_the_originals_human_in_the_loop_events_decode_through_the_event_table(path: Path) -> None:
+    """(test_jsonl's round trip covers their export, value for value.)"""
+    _, events = read_jsonl(io.BytesIO(path.read_bytes()))
+    typed = [
+        e for e in events if e.type.startswith(("approval/", "hook/", "command/", "sandbox/", "permission/"))
+    ]
+    assert typed
+    for event in typed:
+        assert event.type in core_event_types()
+        assert type(event.view()).__struct_config__.tag == event.type

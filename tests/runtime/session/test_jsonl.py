@@ -263,14 +263,14 @@ def test_unknown_fields_and_types_survive_and_unknown_types_never_project(
 ) -> None:
     extra_user = TURN[2].replace(b'"role":"user"', b'"role":"user","future":{"x":[1,2.5,null]}')
     extra_envelope = TURN[3][:-1] + b',"note":"kept"}'
-    opaque = b'{"type":"approval/policy","seq":5,"time":9,"data":{"mode":"never","nested":[true]}}'
+    opaque = b'{"type":"goal/set","seq":5,"time":9,"data":{"mode":"never","nested":[true]}}'
     header = HEADER[:-1] + b',"origin":"subagent","agentPreset":{"name":"p"}}'
     path = _write(tmp_path, header, TURN[0], TURN[1], extra_user, extra_envelope, TURN[4], opaque)
     info = import_jsonl(store, path)
     exported = _export(store, info.id)
     assert _values(exported) == [{**_values(header)[0], "id": info.id}, *_values(path.read_bytes())[1:]]  # type: ignore[dict-item]  # header is an object
     events = list(store.events(info.id))
-    assert events[5].view().type == "approval/policy"  # type: ignore[union-attr]  # an OpaqueEvent
+    assert events[5].view().type == "goal/set"  # type: ignore[union-attr]  # an OpaqueEvent
     with_opaque = project(events)
     without = project(events[:5])
     assert with_opaque.messages == without.messages

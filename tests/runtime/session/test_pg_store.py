@@ -15,10 +15,13 @@ from dsh.runtime.session import (
     SessionStore,
     StoreConnectError,
     StoredEvent,
+    StoreError,
+    StoreRowError,
     StoreSchemaError,
     open_store,
+    redact_url,
 )
-from dsh.runtime.session._pg import PG_SCHEMA_VERSION
+from dsh.runtime.session._pg import PG_SCHEMA_VERSION, PgStore
 from tests.pg_server import PgServer
 
 
@@ -92,3 +95,51 @@ def test_a_gap_left_by_a_client_that_disabled_the_triggers_is_named_on_read(pg_u
         with pytest.raises(LogGapError) as gap:
             list(store.events(session))
         assert (gap.value.after, gap.value.next) == (2, 7)
+
+
+def test_a_restarted_server_is_reconnected_and_one_that_stays_down_is_reported_lost() -> None:
+    server = PgServer()  # its own: restarting the shared one would fail every other test's connections
+    try:
+        url = server.new_schema()
+        with PgStore(url, reconnect_for=3.0, connect_timeout=2.0) as store:
+            session = store.create().id
+            store.append_events(session, [StoredEvent(type="x/y", seq=0, time=0, data="{}")])
+            server.stop_for_now()
+            server.start()  # the pool's connections died with the old server: the next read gets new ones
+            assert [info.id for info in store.sessions()] == [session]
+            assert [event.seq for event in store.events(session)] == [0]
+            server.stop_for_now()
+            with pytest.raises(StoreError) as raised:
+                store.sessions()
+            assert raised.value.problem == "lost"
+            assert str(raised.value).startswith(
+                f"session store {redact_url(url)}: the connection to its server"
+            )
+            server.start()
+            assert store.length(session) == 1
+    finally:
+        server.stop()
+
+
+def test_a_row_dsh_would_not_write_is_refused_by_the_server(pg_url: str) -> None:
+    with PgStore(pg_url) as store:
+        session = store.create().id
+        store.append_events(session, [StoredEvent(type="x/y", seq=0, time=0, data="{}")])
+        insert = (
+            "INSERT INTO events (session_id, seq, type, time, data, surface_op, source_event_seqs) "
+            "VALUES (%s, 1, 'user/message', 0, %s, %s, %s)"
+        )
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            for data, op, seqs in (
+                ("{}", "bogus", None),
+                ("{not json", None, None),
+                ("{}", '{"op":"replace"}', None),
+                ("{}", None, '{"a":1}'),
+            ):
+                with pytest.raises((psycopg.errors.DataError, psycopg.errors.CheckViolation)):
+                    conn.execute(insert, (session, data, op, seqs))
+            conn.execute(insert, (session, "{}", '{"op":"replace","start":0,"end":0}', "[0]"))
+            conn.execute("ALTER TABLE events DROP CONSTRAINT events_valid")
+            conn.execute(insert.replace("1, 'user", "2, 'user"), (session, "{}", "bogus", None))
+        with pytest.raises(StoreRowError, match="event seq 2 is not a row dsh writes"):
+            list(store.events(session))

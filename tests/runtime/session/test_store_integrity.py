@@ -1,6 +1,7 @@
 """The log defends itself against any SQLite client: through a plain `sqlite3` connection, REPLACE over an event,
 a gap, an event of no session, and rewriting or deleting a session are refused by the schema; a log with a gap (from
-a client that dropped the triggers, or a store older than them) is an error naming the gap; an old store migrates."""
+a client that dropped the triggers, or a store older than them) is an error naming the gap; so is a row dsh would
+not write (a bogus surface_op, non-JSON data), which the schema refuses too; an old store migrates."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from pathlib import Path
 import pytest
 import sqlite_utils
 
-from dsh.runtime.session import SCHEMA_VERSION, LogGapError, SessionStore, StoredEvent
-from dsh.runtime.session._store import _INSERT, _migrate_1, event_row
+from dsh.runtime.session import SCHEMA_VERSION, LogGapError, SessionStore, StoredEvent, StoreRowError
+from dsh.runtime.session._store import _INSERT, _migrate_1, _migrate_2, event_row
 
 from .conftest import snapshot_rows
 
@@ -125,8 +126,9 @@ def test_reading_a_log_with_a_gap_names_the_gap(store: SessionStore, raw: sqlite
     with pytest.raises(LogGapError) as raised:
         list(store.events(session))
     assert (raised.value.after, raised.value.next) == (2, 6)
-    assert str(raised.value).startswith(
-        f'session "{session}" has a gap in its log: seq 2 is followed by seq 6 (seqs 3..5 missing)'
+    assert str(raised.value).startswith(  # the store named first: a user may have several
+        f'session store {store.path}: session "{session}" has a gap in its log: seq 2 is followed by seq 6 '
+        "(seqs 3..5 missing)"
     )
     with pytest.raises(LogGapError):  # filtered reads (as resume and projection make) see it too
         list(store.events(session, types=("turn/end",)))
@@ -172,7 +174,7 @@ def test_a_version_1_store_is_upgraded_in_place_and_then_defends_itself(tmp_path
     conn.close()  # version 1 let that REPLACE through
 
     with SessionStore(path) as store:
-        assert store.schema_version() == SCHEMA_VERSION == 2
+        assert store.schema_version() == SCHEMA_VERSION == 3
         assert [(e.seq, e.type) for e in store.events("old")] == [(0, "x/y"), (1, "f"), (2, "x/y")]
         store.append_events("old", [_event(3)])
         raw = sqlite3.connect(path, isolation_level=None)
@@ -204,3 +206,65 @@ def test_a_version_1_store_with_a_gap_migrates_and_the_gap_is_reported(tmp_path:
             list(store.events("old", start=3))  # seqs 3 and 4 are missing too
         assert [e.seq for e in store.events("old", stop=2)] == [0, 1], "the prefix before the gap reads"
         assert [e.seq for e in store.events("old", start=5)] == [5], "and so does what follows it"
+
+
+# rows a client could put at the right seq that dsh would never write
+BAD_ROWS = {
+    "bogus surface_op": ("user/message", '{"content":[]}', "bogus", None, None),
+    "replace without bounds": ("user/message", '{"content":[]}', '{"op":"replace"}', None, None),
+    "non-JSON data": ("plugin/x", "{not json", None, None, None),
+    "non-JSON extra": ("plugin/x", "{}", None, None, "{nope"),
+    "source_event_seqs not a list": ("plugin/x", "{}", None, '{"a":1}', None),
+}
+_RAW_INSERT = (
+    "INSERT INTO events (session_id, seq, type, time, data, surface_op, source_event_seqs, extra) "
+    "VALUES (?, ?, ?, 0, ?, ?, ?, ?)"
+)
+
+
+@pytest.mark.parametrize("bad", BAD_ROWS.values(), ids=BAD_ROWS.keys())
+def test_a_row_dsh_would_not_write_is_refused_at_the_right_seq(
+    store: SessionStore, raw: sqlite3.Connection, bad: tuple[str, ...]
+) -> None:
+    session = store.create().id
+    store.append_events(session, [_event(0)])
+    with pytest.raises(sqlite3.IntegrityError, match="events hold what dsh writes"):
+        raw.execute(_RAW_INSERT, (session, 1, *bad))
+    raw.execute(
+        _RAW_INSERT, (session, 1, "user/message", "{}", '{"op":"replace","start":0,"end":0}', "[0]", "{}")
+    )
+    assert [e.seq for e in store.events(session)] == [0, 1]
+
+
+@pytest.mark.parametrize("bad", BAD_ROWS.values(), ids=BAD_ROWS.keys())
+def test_a_bad_row_past_dropped_triggers_is_named_on_reading(
+    store: SessionStore, raw: sqlite3.Connection, bad: tuple[str, ...]
+) -> None:
+    session = store.create().id
+    store.append_events(session, [_event(0), _event(1)])
+    raw.execute("DROP TRIGGER events_valid")
+    raw.execute(_RAW_INSERT, (session, 2, *bad))
+    with pytest.raises(StoreRowError) as raised:
+        list(store.events(session))
+    assert raised.value.seq == 2
+    assert str(raised.value).startswith(
+        f'session store {store.path}: session "{session}" event seq 2 is not a row'
+    )
+    assert [e.seq for e in store.events(session, stop=2)] == [0, 1], "the prefix before it reads"
+
+
+def test_a_version_2_store_holding_bad_rows_migrates_and_names_them(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    _migrate_1(sqlite_utils.Database(conn))
+    _migrate_2(sqlite_utils.Database(conn))
+    conn.execute("PRAGMA user_version = 2")
+    conn.execute("INSERT INTO sessions (id, created_at) VALUES ('old', 5)")
+    conn.execute(_INSERT, _row("old", 0))
+    conn.execute(_RAW_INSERT, ("old", 1, *BAD_ROWS["bogus surface_op"]))
+    conn.close()
+    with SessionStore(path) as store:
+        assert store.schema_version() == 3
+        with pytest.raises(StoreRowError, match='"old" event seq 1 is not a row dsh writes'):
+            list(store.events("old"))
+        assert [e.seq for e in store.events("old", stop=1)] == [0]

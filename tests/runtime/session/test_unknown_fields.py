@@ -14,7 +14,18 @@ from hypothesis import strategies as st
 from dsh.runtime.llm import LlmFailure, MessageId, TextBlock, TokenUsage, ToolSpec, UserMessage
 from dsh.runtime.session import (
     EVENT_TYPES,
+    ApprovalAsked,
+    ApprovalAskedData,
+    ApprovalDecided,
+    ApprovalDecidedData,
+    ApprovalPolicy,
+    ApprovalPolicyData,
     BracketData,
+    CommandDone,
+    CommandDoneData,
+    CommandRun,
+    CommandRunData,
+    CommandSource,
     CompactionEnd,
     CompactionPrune,
     CompactionStart,
@@ -25,6 +36,10 @@ from dsh.runtime.session import (
     Event,
     FixedClock,
     HeaderConfig,
+    HookInvoked,
+    HookInvokedData,
+    HookResult,
+    HookResultData,
     InboxSpliced,
     InboxSplicedData,
     JobSettled,
@@ -35,21 +50,28 @@ from dsh.runtime.session import (
     LlmRetryData,
     LlmRetryStarted,
     LlmRetryStartedData,
+    PermissionPreset,
+    PermissionPresetData,
     PruneData,
     RequestContext,
     RequestContextData,
     RequestHeader,
     RequestHeaderData,
+    SandboxMode,
+    SandboxModeData,
     SessionEndSeed,
     SessionInfo,
     SessionStore,
     SessionTitle,
     SessionTitleData,
+    SessionTitleLlmRequest,
+    SessionTitleLlmRequestData,
     ShadowedRange,
     StoredEvent,
     SubagentDescriptor,
     SubagentDescriptorData,
     SummaryData,
+    TitleRoute,
     Todo,
     TodoWrite,
     TodoWriteData,
@@ -103,6 +125,16 @@ OTHER_TYPES: list[Event] = [
     LlmRetryStarted(data=LlmRetryStartedData(retry_id="r", turn=1, step=1, retry=1)),
     SubagentDescriptor(data=SubagentDescriptorData(version=2, mode="one-shot", provider="fork", label="l")),
     SessionTitle(data=SessionTitleData(title="t", message_seqs=(2,))),
+    SessionTitleLlmRequest(
+        data=SessionTitleLlmRequestData(
+            title_provider="titles",
+            message_seqs=(2,),
+            route=TitleRoute(provider="p", model="m"),
+            system="name it",
+            messages=(UserMessage(id=MessageId("title-1"), content=(TextBlock("frame"),)),),
+            max_tokens=32,
+        )
+    ),
     InboxSpliced(
         data=InboxSplicedData(
             target="next-step",
@@ -116,6 +148,23 @@ OTHER_TYPES: list[Event] = [
         )
     ),
     JobSettled(data=JobSettledData(job_id="job-1", status="killed", reason="r")),
+    ApprovalPolicy(data=ApprovalPolicyData(policy="ask")),
+    ApprovalAsked(data=ApprovalAskedData(id="a", tool_name="bash", call_id="c", reason="r")),
+    ApprovalDecided(data=ApprovalDecidedData(id="a", outcome="rejected", message="no")),
+    PermissionPreset(data=PermissionPresetData(preset="read-only")),
+    SandboxMode(data=SandboxModeData(mode="read-only")),
+    CommandRun(
+        data=CommandRunData(
+            command_id="c1", name="permission", args=" read-only", source=CommandSource(kind="user")
+        )
+    ),
+    CommandDone(data=CommandDoneData(command_id="c1", kind="success", text="Permission preset: read-only.")),
+    HookInvoked(data=HookInvokedData(turn=1, point="Stop", dialect="codex", handler_id="codex:Stop:1")),
+    HookResult(
+        data=HookResultData(
+            turn=1, point="Stop", handler_id="codex:Stop:1", decision="pass", exit_code=0, duration_ms=2.5
+        )
+    ),
     SessionEndSeed(data=EmptyData()),
 ]
 """One event of each known type the generated turns do not write (logged after them)."""

@@ -68,7 +68,7 @@ def test_allow_and_deny_lists_and_declared_secrets() -> None:
     base = {
         "PATH": "/bin",
         "PROVIDER_CRED": "sk-provider-0001",
-        "DATABASE_URL": "postgres://u:p@h/db",
+        "DATABASE_URL": "postgres://h/db",  # no password: only the deny list withholds it
         "INTERNAL_ENDPOINT": "http://10.0.0.1",
         "GITHUB_TOKEN": "ghp_0000000000",
         "NPM_TOKEN": "npm_000000000",
@@ -77,7 +77,7 @@ def test_allow_and_deny_lists_and_declared_secrets() -> None:
     assert environment.child_env(base, policy) == {"PATH": "/bin"}
     assert environment.child_env(base, EnvPolicy(allow=("NPM_*",))) == {
         "PATH": "/bin",
-        "DATABASE_URL": "postgres://u:p@h/db",
+        "DATABASE_URL": "postgres://h/db",  # no password: only the deny list withholds it
         "INTERNAL_ENDPOINT": "http://10.0.0.1",
         "NPM_TOKEN": "npm_000000000",
     }
@@ -86,6 +86,82 @@ def test_allow_and_deny_lists_and_declared_secrets() -> None:
 def test_a_copy_of_a_secret_under_another_name_is_withheld_too() -> None:
     base = {"DEEPSEEK_API_KEY": "sk-secret-value", "COPY": "sk-secret-value", "FLAG": "1", "DEBUG_TOKEN": "1"}
     assert ToolEnvironment().child_env(base, DEFAULT) == {"FLAG": "1"}
+
+
+KEY = "sk-deepseek-0a1b2c3d4e5f"
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("MYSQL_PWD", "hunter2hunter2"),
+        ("GITHUB_PAT", "0123456789abcdef0123"),
+        ("SENTRY_DSN", "https://0123456789abcdef@o1.ingest.sentry.io/42"),
+        ("CI_JOB_JWT", "not-even-a-jwt-shape"),
+        ("CI_JOB_JWT_V2", "not-even-a-jwt-shape"),
+        ("AZURE_STORAGE_CONNECTION_STRING", "AccountName=a;AccountKey=b"),
+        ("DATABASE_URL", "postgres://app:db-pass-93be41@db/app"),
+        ("DB", "mysql://root:pw-0f3e2d1c@127.0.0.1:3306/app"),
+        ("HTTPS_PROXY", "http://user:proxy-pass-77@proxy:3128"),
+        ("http_proxy", "http://user:proxy-pass-77@proxy:3128"),
+        ("ALL_PROXY", "socks5://user:proxy-pass-77@proxy:1080"),
+        ("PG", "host=db dbname=app password=pw-1234"),
+        ("PGURL", "postgresql://db/app?sslmode=require&password=pw-1234"),
+        ("SOMETHING", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.sig"),
+        ("GH", "ghp_" + "a" * 36),
+        ("GH2", "github_pat_" + "a" * 40),
+        ("SLACK", "xoxb-0123456789-abcdef"),
+        ("AWS", "AKIAABCDEFGHIJKLMNOP"),
+        ("LLM", KEY),
+        ("PEM", "-----BEGIN OPENSSH PRIVATE KEY-----\nabc"),
+        ("DSH_STORE", "postgresql://dsh:store-pass@db/dsh"),
+        ("DSH_CONFIG", "/etc/dsh/agent.yml"),
+    ],
+)
+def test_disguised_credentials_are_withheld_by_name_or_by_value(name: str, value: str) -> None:
+    base = {"PATH": "/bin", name: value}
+    assert ToolEnvironment().child_env(base, DEFAULT) == {"PATH": "/bin"}
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("HTTPS_PROXY", "http://proxy:3128"),
+        ("DATABASE_URL", "postgres://app@db/app"),
+        ("HOMEPAGE", "https://example.com/a:b@c"),
+        ("PWD", "/home/user/src"),
+        ("OLDPWD", "/home/user"),
+        ("PATH", "/home/user/desk-top/bin:/usr/bin"),
+        ("EMAIL", "user@example.com"),
+    ],
+)
+def test_ordinary_values_pass(name: str, value: str) -> None:
+    assert ToolEnvironment().child_env({name: value}, DEFAULT) == {name: value}
+
+
+def test_a_value_containing_a_secret_is_withheld_too() -> None:
+    base = {
+        "DEEPSEEK_API_KEY": KEY,
+        "AUTH_HEADER": f"Bearer {KEY}",
+        "CURL_ARGS": f"-H 'Authorization: Bearer {KEY}' -s",
+        "DATABASE_URL": "postgres://app:db-pass-93be41@db/app",
+        "PGPASS_COPY": "db-pass-93be41",  # the password of a withheld URL, alone
+        "SHORT": "on",
+    }
+    assert ToolEnvironment().child_env(base, DEFAULT) == {"SHORT": "on"}
+    # the percent-encoded password of a withheld URL, decoded
+    encoded = {"DATABASE_URL": "postgres://app:p%40ss-0f3e2d1c@db/app", "RAW": "p@ss-0f3e2d1c", "X": "1"}
+    assert ToolEnvironment().child_env(encoded, DEFAULT) == {"X": "1"}
+
+
+def test_allow_keeps_a_credential_looking_value_but_never_dsh_settings() -> None:
+    base = {
+        "HTTPS_PROXY": "http://u:proxy-pass-77@proxy:3128",
+        "DSH_STORE": "postgresql://u:pw-abcdefgh@db/x",
+    }
+    assert ToolEnvironment().child_env(base, EnvPolicy(allow=("HTTPS_PROXY", "DSH_STORE"))) == {
+        "HTTPS_PROXY": "http://u:proxy-pass-77@proxy:3128"
+    }
 
 
 @pytest.mark.parametrize("entry", ["", "A-B", "1ABC", "A B", "A=B"])

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from dsh.runtime.tools.guard import SUPPORTED, guarded
+from dsh.runtime.tools.guard import SUPPORTED, Limits, guarded
 
 pytestmark = pytest.mark.skipif(not SUPPORTED, reason="the supervisor is Linux-only")
 
@@ -82,3 +82,51 @@ def test_when_the_parent_is_killed_every_descendant_dies(tmp_path: Path) -> None
         os.kill(parent.pid, signal.SIGKILL)
         parent.wait()
     assert wait_until(lambda: not any(alive(pid) for pid in started), 2), [p for p in started if alive(p)]
+
+
+@pytest.mark.parametrize("report", [False, True], ids=["shared-group", "own-group"])
+def test_nothing_the_command_left_running_outlives_it(report: bool) -> None:
+    # `setsid nohup` leaves the group and ignores SIGHUP; the supervisor still finds it (a subreaper adopts it when
+    # the shell exits) and kills it after the grace period, before it exits itself.
+    command = "setsid nohup sleep 300 > /dev/null 2>&1 & echo $!; sleep 300 > /dev/null 2>&1 & echo $!"
+    read_end, write_end = os.pipe()
+    try:
+        argv = guarded(["bash", "-c", command], report_fd=write_end if report else None)
+        done = subprocess.run(
+            argv,
+            start_new_session=True,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=10,
+            pass_fds=(write_end,) if report else (),
+        )
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+    started = [int(pid) for pid in done.stdout.split()]
+    assert (done.returncode, len(started)) == (0, 2)
+    assert not any(alive(pid) for pid in started), [pid for pid in started if alive(pid)]
+
+
+def test_a_command_past_the_process_limit_is_killed_and_reported() -> None:
+    read_end, write_end = os.pipe()
+    try:
+        done = subprocess.run(
+            guarded(
+                ["bash", "-c", "for i in $(seq 60); do sleep 34.5 & done; wait"],
+                Limits(processes=20),
+                write_end,
+            ),
+            start_new_session=True,
+            check=False,
+            timeout=30,
+            pass_fds=(write_end,),
+        )
+        os.set_blocking(read_end, False)
+        report = os.read(read_end, 1000).decode().split()
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+    assert done.returncode == -signal.SIGKILL
+    assert (report[0], report[2:]) == ("group", ["processes"])
