@@ -345,18 +345,18 @@ class _Deriver:
 
 _READ = frozenset(
     {
-        "assistant/chunk",
-        "turn/start",
-        "turn/end",
-        "step/start",
-        "step/end",
-        "request/header",
-        "request/context",
-        "agent/inbox/spliced",
-        "compaction/summary",
-        "compaction/end",
-        "session/title-llm-request",
-        "session/title",
+        AssistantChunk.TAG,
+        TurnStart.TAG,
+        TurnEnd.TAG,
+        StepStart.TAG,
+        StepEnd.TAG,
+        RequestHeader.TAG,
+        RequestContext.TAG,
+        InboxSpliced.TAG,
+        CompactionSummary.TAG,
+        CompactionEnd.TAG,
+        SessionTitleLlmRequest.TAG,
+        SessionTitle.TAG,
     }
 )
 """The types the walk reads; every other event is skipped without being decoded."""
@@ -436,20 +436,20 @@ def recorded_turns(log: RecordedLog) -> tuple[RecordedTurn, ...]:
             turns.append(RecordedTurn(current, tuple(inputs)))
 
     for event, line in _after_seed(log, seed):
-        if event.type == "turn/start":
+        if event.type == TurnStart.TAG:
             flush()
             started = _view(log, event, line)
             assert isinstance(started, TurnStart), "the event table decodes turn/start as TurnStart"
             current = started.data.turn
             inputs = [*pending]
             pending = []
-        elif event.type == "user/message" and event.surface_op == "append":
+        elif event.type == UserMessageEvent.TAG and event.surface_op == "append":
             said = _view(log, event, line)
             assert isinstance(said, UserMessageEvent), "the event table decodes user/message as UserMessage"
             if not isinstance(said.data.source, UserSource):
                 continue
             (inputs if current is not None else pending).append(said.data)
-        elif event.type == "turn/end":
+        elif event.type == TurnEnd.TAG:
             flush()
             current, inputs = None, []
     flush()

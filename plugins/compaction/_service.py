@@ -49,6 +49,7 @@ from dsh.runtime.llm import (
 )
 from dsh.runtime.session import (
     PROJECTED_TYPES,
+    AssistantMessage,
     AssistantMessageData,
     BracketData,
     CompactionEnd,
@@ -485,7 +486,7 @@ class Compaction:
         """Calibrate on every response that reports usage: the tokens it was sent against the meter's estimate of
         the request that produced it (the header in force, the surface before it)."""
         stored = event.event
-        if stored.type != "assistant/message" or not self.config.calibrate:
+        if stored.type != AssistantMessage.TAG or not self.config.calibrate:
             return
         data = stored.view().data  # the appended event keeps its typed value: no decode
         usage = data.usage if isinstance(data, AssistantMessageData) else None
@@ -511,7 +512,7 @@ class Compaction:
         store (an agent resumed or forked from the log measures as the original would have)."""
         store = agent.log.store
         last: tuple[int, TokenUsage] | None = None
-        for event in store.events(agent.id, types=("assistant/message",)):
+        for event in store.events(agent.id, types=(AssistantMessage,)):
             data = event.view().data
             usage = data.usage if isinstance(data, AssistantMessageData) else None
             if usage is not None:
