@@ -9,10 +9,11 @@ Derivation (spec/session-and-replay.md §3.2, keyed as ARCHITECTURE.md's Replay 
 * A marked local compaction call (`compaction/summary` with `llmStreamCall: true` and its `rawOutput`) becomes a
   synthetic entry of kind `compaction`: `block-start`/`block-end` per raw block, `usage` when recorded, then
   `finish{stop}`. A failed one (`compaction/end` with `llmStreamCall: true` and a `failure`) becomes that stream
-  from its `rawOutput` when present, else a single `finish{error}`. Its key is dsh.plugins.compaction's:
-  `CallKey(turn, step, n, purpose="compaction")`, `step` the step the compaction serves (the open step, or between
-  steps the next one), `n` counting compaction calls within that (turn, step) from 1. The loop's calls keep
-  `purpose="step"`, so a compaction never shifts their attempts.
+  from its `rawOutput` when present, else a single `finish{error}`. Its key is the logged `callKey`; a log without
+  one (older, or the original's) derives dsh.plugins.compaction's: `CallKey(turn, step, n, purpose="compaction")`,
+  `step` the step the compaction serves (the open step, or between steps the next one), `n` counting compaction
+  calls within that (turn, step) from 1. The loop's calls keep `purpose="step"`, so a compaction never shifts their
+  attempts.
 * A title call (`session/title-llm-request`, answered by the next `session/title`) becomes a synthetic entry of
   kind `title`: the recorded title as one text block, its `usage` when recorded, then `finish{stop}` (a request
   with no title after it: a single `finish{error}`, as the call gave none). Its key is dsh.plugins.titles':
@@ -275,7 +276,8 @@ class _Deriver:
             step = self.open_step if self.open_step is not None else self.last_step + 1
         number = self.compactions.get((turn, step), 0) + 1
         self.compactions[(turn, step)] = number
-        call = CallKey(turn=turn, step=step, attempt=number, purpose=COMPACTION)
+        # the key the call was made with, as logged; a log from before `callKey` (or the original's) derives it
+        call = summary.call_key or CallKey(turn=turn, step=step, attempt=number, purpose=COMPACTION)
         if failure is not None:
             chunks = compaction_chunks(summary.raw_output or (), summary.usage, failure=failure)
         elif summary.raw_output is None:

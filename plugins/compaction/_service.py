@@ -144,6 +144,7 @@ class _AgentState:
 
 @dataclass(frozen=True)
 class _Summary:
+    call: CallKey
     blocks: tuple[AssistantBlock, ...]
     usage: TokenUsage | None
     failure: LlmFailure | None
@@ -315,6 +316,7 @@ class Compaction:
                         turn=turn,
                         failure=failure,
                         llm_stream_call=True,
+                        call_key=answer.call,
                         raw_output=answer.blocks if completed else None,
                         usage=answer.usage if completed else None,
                     )
@@ -330,6 +332,7 @@ class Compaction:
                     summary=summary,
                     raw_output=answer.blocks,
                     llm_stream_call=True,
+                    call_key=answer.call,
                     shadowed_range=ShadowedRange(start=seqs[0], end=seqs[-1]),
                     shadowed_seqs=seqs,
                     shadowed_token_count=shadowed_tokens,
@@ -376,6 +379,7 @@ class Compaction:
         config = self.config
         attempt = state.calls.get((turn, step), 0) + 1
         state.calls[(turn, step)] = attempt
+        call = CallKey(turn=turn, step=step, attempt=attempt, purpose=COMPACTION_PURPOSE)
         ratio = state.calibration.ratio if state.calibration is not None else 1.0
         overhead = self.meter.text(config.summary_instructions) + 2 * self.meter.message_tokens + 16
         budget = math.floor(self.window(model, agent) * config.threshold_ratio) - max_tokens - overhead
@@ -396,7 +400,7 @@ class Compaction:
             ),
             config=CallConfig(max_tokens=max_tokens, reasoning_effort=config.summary_reasoning_effort),
             session_id=agent.id,
-            call=CallKey(turn=turn, step=step, attempt=attempt, purpose=COMPACTION_PURPOSE),
+            call=call,
         )
         assembler = BlockAssembler()
         async with aclosing(agent.ctx.get(LLM).stream(request)) as chunks:
@@ -405,8 +409,8 @@ class Compaction:
         finish = assembler.finish
         assert finish is not None, "LlmRuntime ends every stream with a finish chunk"
         if isinstance(finish.reason, FinishError | FinishAborted):
-            return _Summary(assembler.blocks(), assembler.usage, finish.reason.failure)
-        return _Summary(assembler.blocks(), assembler.usage, None)
+            return _Summary(call, assembler.blocks(), assembler.usage, finish.reason.failure)
+        return _Summary(call, assembler.blocks(), assembler.usage, None)
 
     # ------------------------------------------------------------------ listeners
 

@@ -18,7 +18,7 @@ from typing import Any, ClassVar, Literal, get_args
 
 import msgspec
 
-from dsh.runtime.llm import AssistantBlock, LlmFailure, StreamChunk, TextBlock, TokenUsage, ToolSpec
+from dsh.runtime.llm import AssistantBlock, CallKey, LlmFailure, StreamChunk, TextBlock, TokenUsage, ToolSpec
 from dsh.runtime.llm import AssistantMessage as ModelReply
 from dsh.runtime.llm import UserMessage as UserTurnMessage
 
@@ -333,27 +333,30 @@ class ShadowedRange(_Wire, frozen=True, kw_only=True):
 class BracketData(_Wire, frozen=True, kw_only=True):
     """`compaction/start` and `compaction/end`: `{compactionId, turn}`. An `end` whose summariser call failed adds
     `failure`, and `llmStreamCall` when a model call was made (`rawOutput`/`usage` when that call completed but its
-    output could not be used). Log-only plugin records: every field is optional, as the original's reader treats
-    them (replay reads only the call marker, the raw output, the usage and the failure)."""
+    output could not be used), with the call's `callKey`. Log-only plugin records: every field is optional, as the
+    original's reader treats them (replay reads only the call marker and key, the raw output, the usage and the
+    failure)."""
 
     compaction_id: str | None = None
     turn: int | None = None
     failure: LlmFailure | None = None
     llm_stream_call: bool | None = None
+    call_key: CallKey | None = None
     raw_output: tuple[AssistantBlock, ...] | None = None
     usage: TokenUsage | None = None
 
 
 class SummaryData(_Wire, frozen=True, kw_only=True):
     """`compaction/summary`: the summary, the summariser's complete output (`llmStreamCall`: one `LlmRuntime.stream()`
-    call produced `rawOutput`, and replay serves it), the shadowed nodes, their estimated token count and the call's
-    provider, model, `maxTokens` and usage. Every field is optional (see `BracketData`); dsh.plugins.compaction writes
-    them all."""
+    call produced `rawOutput`, and replay serves it under `callKey`, the `CallKey` it was made with), the shadowed
+    nodes, their estimated token count and the call's provider, model, `maxTokens` and usage. Every field is optional
+    (see `BracketData`; logs from before `callKey` leave replay to derive it); dsh.plugins.compaction writes them all."""
 
     compaction_id: str | None = None
     summary: tuple[TextBlock, ...] | None = None
     raw_output: tuple[AssistantBlock, ...] | None = None
     llm_stream_call: bool | None = None
+    call_key: CallKey | None = None
     shadowed_range: ShadowedRange | None = None
     shadowed_seqs: tuple[int, ...] | None = None
     shadowed_token_count: int | None = None
