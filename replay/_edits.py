@@ -42,10 +42,10 @@ def recorded_edits(log: RecordedLog) -> dict[tuple[int, int, str], list[Edit]]:
     running: tuple[int, int] | None = None
     for event, line in log.events():
         if event.seq < log.info.seed_length or event.type not in (
-            "user/message",
-            "tool/call",
-            "tool/result",
-            "step/end",
+            UserMessageEvent.TAG,
+            ToolCall.TAG,
+            ToolResult.TAG,
+            StepEnd.TAG,
         ):
             continue
         view = event.view()
@@ -92,7 +92,7 @@ async def apply_edits(edits: list[Edit], context: ToolContext) -> ReplayMismatch
     for edit in edits:
         live = [
             (event.seq, event.view().data)
-            for event in log.store.events(info.id, start=info.seed_length or 0, types=("user/message",))
+            for event in log.store.events(info.id, start=info.seed_length or 0, types=(UserMessageEvent,))
         ]
         seqs: list[int] = []
         for wanted in edit.replaced:

@@ -20,6 +20,7 @@ from dsh.runtime.session import (
     HookResult,
     InboxSpliced,
     StepStart,
+    ToolCall,
     ToolCallData,
     TurnStart,
 )
@@ -158,19 +159,19 @@ def _hook_groups(log: RecordedLog) -> dict[tuple[int, str, str, str], list[_Grou
         if event.seq < log.info.seed_length:
             continue
         kind = event.type
-        if kind not in ("hook/invoked", "hook/result"):
+        if kind not in (HookInvoked.TAG, HookResult.TAG):
             open_group = None  # a run of a point's hooks is uninterrupted
-        if kind in ("turn/start", "step/start"):
+        if kind in (TurnStart.TAG, StepStart.TAG):
             last = None  # what a hook gave the model follows it within its step
-        if kind == "step/start":
+        if kind == StepStart.TAG:
             started = event.view()
             assert isinstance(started, StepStart)
             step = started.data.step
-        elif kind == "tool/call":
+        elif kind == ToolCall.TAG:
             data = event.view().data
             assert isinstance(data, ToolCallData)
             calls.setdefault((data.turn, data.step), []).append((data.call_id, data.name))
-        elif kind == "hook/invoked":
+        elif kind == HookInvoked.TAG:
             invoked = event.view()
             assert isinstance(invoked, HookInvoked)
             d = invoked.data
@@ -179,7 +180,7 @@ def _hook_groups(log: RecordedLog) -> dict[tuple[int, str, str, str], list[_Grou
                 open_group = _Group(d.turn, step, d.point, dialect)
                 groups.append(open_group)
             open_group.runs.append(ServedRun(d.matcher, HookOutput(None, "", "")))
-        elif kind == "hook/result" and open_group is not None and open_group.runs:
+        elif kind == HookResult.TAG and open_group is not None and open_group.runs:
             result = event.view()
             assert isinstance(result, HookResult)
             r = result.data
@@ -189,12 +190,12 @@ def _hook_groups(log: RecordedLog) -> dict[tuple[int, str, str, str], list[_Grou
             if r.decision == "stop":
                 last.continue_ = False
             open_group.runs[-1] = ServedRun(open_group.runs[-1].matcher, last)
-        elif kind == "approval/asked" and last is not None and last.decision == "ask":
+        elif kind == ApprovalAsked.TAG and last is not None and last.decision == "ask":
             asked = event.view()
             assert isinstance(asked, ApprovalAsked)
             last.reason = asked.data.reason
             last = None
-        elif kind == "agent/inbox/spliced" and last is not None:
+        elif kind == InboxSpliced.TAG and last is not None:
             spliced = event.view()
             assert isinstance(spliced, InboxSpliced)
             texts = [
@@ -268,7 +269,7 @@ def recorded_commands(log: RecordedLog) -> list[RecordedCommand]:
     pending: list[tuple[str, str]] = []
     out: list[RecordedCommand] = []
     for event, _ in log.events():
-        if event.seq < log.info.seed_length or event.type not in ("command/run", "turn/start"):
+        if event.seq < log.info.seed_length or event.type not in (CommandRun.TAG, TurnStart.TAG):
             continue
         view = event.view()
         if isinstance(view, CommandRun):

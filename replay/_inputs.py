@@ -80,10 +80,10 @@ def plan_of_log(log: RecordedLog, resumes: set[int]) -> list[Action] | None:
     saw_inbox = False
     for event, _ in log.events():
         if event.seq < seed or event.type not in (
-            "agent/inbox/spliced",
-            "turn/start",
-            "turn/end",
-            "session/end-seed",
+            InboxSpliced.TAG,
+            TurnStart.TAG,
+            TurnEnd.TAG,
+            SessionEndSeed.TAG,
         ):
             continue
         view = event.view()
@@ -94,7 +94,7 @@ def plan_of_log(log: RecordedLog, resumes: set[int]) -> list[Action] | None:
                     continue
                 if delivery.target == "next-step":
                     turn = delivery.position[1] if delivery.position is not None else 1
-                    if delivery.position is not None and delivery.position[0] == "turn/end":
+                    if delivery.position is not None and delivery.position[0] == TurnEnd.TAG:
                         turn += 1
                     actions.append(Steer(turn, None, delivery.message.content))
                 else:

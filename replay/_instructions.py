@@ -21,7 +21,7 @@ def instruction_messages(events: Iterable[StoredEvent], *, seed: int = 0) -> lis
     """The `agent-instructions` user messages logged at seq >= `seed`, in order."""
     out = []
     for event in events:
-        if event.seq < seed or event.type != "user/message":
+        if event.seq < seed or event.type != UserMessageEvent.TAG:
             continue
         view = event.view()
         if isinstance(view, UserMessageEvent) and isinstance(view.data.source, InstructionsSource):

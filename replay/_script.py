@@ -9,10 +9,11 @@ Derivation (spec/session-and-replay.md §3.2, keyed as ARCHITECTURE.md's Replay 
 * A marked local compaction call (`compaction/summary` with `llmStreamCall: true` and its `rawOutput`) becomes a
   synthetic entry of kind `compaction`: `block-start`/`block-end` per raw block, `usage` when recorded, then
   `finish{stop}`. A failed one (`compaction/end` with `llmStreamCall: true` and a `failure`) becomes that stream
-  from its `rawOutput` when present, else a single `finish{error}`. Its key is dsh.plugins.compaction's:
-  `CallKey(turn, step, n, purpose="compaction")`, `step` the step the compaction serves (the open step, or between
-  steps the next one), `n` counting compaction calls within that (turn, step) from 1. The loop's calls keep
-  `purpose="step"`, so a compaction never shifts their attempts.
+  from its `rawOutput` when present, else a single `finish{error}`. Its key is the logged `callKey`; a log without
+  one (older, or the original's) derives dsh.plugins.compaction's: `CallKey(turn, step, n, purpose="compaction")`,
+  `step` the step the compaction serves (the open step, or between steps the next one), `n` counting compaction
+  calls within that (turn, step) from 1. The loop's calls keep `purpose="step"`, so a compaction never shifts their
+  attempts.
 * A title call (`session/title-llm-request`, answered by the next `session/title`) becomes a synthetic entry of
   kind `title`: the recorded title as one text block, its `usage` when recorded, then `finish{stop}` (a request
   with no title after it: a single `finish{error}`, as the call gave none). Its key is dsh.plugins.titles':
@@ -275,7 +276,8 @@ class _Deriver:
             step = self.open_step if self.open_step is not None else self.last_step + 1
         number = self.compactions.get((turn, step), 0) + 1
         self.compactions[(turn, step)] = number
-        call = CallKey(turn=turn, step=step, attempt=number, purpose=COMPACTION)
+        # the key the call was made with, as logged; a log from before `callKey` (or the original's) derives it
+        call = summary.call_key or CallKey(turn=turn, step=step, attempt=number, purpose=COMPACTION)
         if failure is not None:
             chunks = compaction_chunks(summary.raw_output or (), summary.usage, failure=failure)
         elif summary.raw_output is None:
@@ -345,18 +347,18 @@ class _Deriver:
 
 _READ = frozenset(
     {
-        "assistant/chunk",
-        "turn/start",
-        "turn/end",
-        "step/start",
-        "step/end",
-        "request/header",
-        "request/context",
-        "agent/inbox/spliced",
-        "compaction/summary",
-        "compaction/end",
-        "session/title-llm-request",
-        "session/title",
+        AssistantChunk.TAG,
+        TurnStart.TAG,
+        TurnEnd.TAG,
+        StepStart.TAG,
+        StepEnd.TAG,
+        RequestHeader.TAG,
+        RequestContext.TAG,
+        InboxSpliced.TAG,
+        CompactionSummary.TAG,
+        CompactionEnd.TAG,
+        SessionTitleLlmRequest.TAG,
+        SessionTitle.TAG,
     }
 )
 """The types the walk reads; every other event is skipped without being decoded."""
@@ -436,20 +438,20 @@ def recorded_turns(log: RecordedLog) -> tuple[RecordedTurn, ...]:
             turns.append(RecordedTurn(current, tuple(inputs)))
 
     for event, line in _after_seed(log, seed):
-        if event.type == "turn/start":
+        if event.type == TurnStart.TAG:
             flush()
             started = _view(log, event, line)
             assert isinstance(started, TurnStart), "the event table decodes turn/start as TurnStart"
             current = started.data.turn
             inputs = [*pending]
             pending = []
-        elif event.type == "user/message" and event.surface_op == "append":
+        elif event.type == UserMessageEvent.TAG and event.surface_op == "append":
             said = _view(log, event, line)
             assert isinstance(said, UserMessageEvent), "the event table decodes user/message as UserMessage"
             if not isinstance(said.data.source, UserSource):
                 continue
             (inputs if current is not None else pending).append(said.data)
-        elif event.type == "turn/end":
+        elif event.type == TurnEnd.TAG:
             flush()
             current, inputs = None, []
     flush()

@@ -36,14 +36,14 @@ def _arguments(raw: str, cwd: str | None) -> str:
 
 _SKELETON = frozenset(
     {
-        "turn/start",
-        "step/start",
-        "tool/call",
-        "turn/end",
-        "approval/asked",
-        "approval/decided",
-        "hook/result",
-        "command/run",
+        TurnStart.TAG,
+        StepStart.TAG,
+        ToolCall.TAG,
+        TurnEnd.TAG,
+        ApprovalAsked.TAG,
+        ApprovalDecided.TAG,
+        HookResult.TAG,
+        CommandRun.TAG,
     }
 )
 

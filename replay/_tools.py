@@ -277,7 +277,7 @@ class RecordedTools:
         assert context.log is not None
         info = context.log.info
         ids = []
-        for event in context.log.store.events(info.id, start=info.seed_length or 0, types=("tool/call",)):
+        for event in context.log.store.events(info.id, start=info.seed_length or 0, types=(ToolCallEvent,)):
             data = event.view().data
             assert isinstance(data, ToolCallData)
             if data.turn == context.turn and data.step == context.step:

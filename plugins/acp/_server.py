@@ -74,7 +74,7 @@ from dsh.runtime.agent import (
 from dsh.runtime.host import Host
 from dsh.runtime.kernel import Disposer
 from dsh.runtime.llm import TextBlock, UserBlock
-from dsh.runtime.session import SessionInUseError, SessionNotFoundError
+from dsh.runtime.session import AssistantChunk, SessionInUseError, SessionNotFoundError
 from dsh.runtime.tools import ASK, Approval, ApprovalRequest
 
 from ._updates import SessionUpdate, SessionUpdates
@@ -430,7 +430,7 @@ class AcpServer:
         self._ready()
         await self._resume(session_id, _absolute(cwd), mcp_servers)
         history = SessionUpdates("history", self.sessions[session_id].agent.cwd)
-        for event in self.agents.store.events(session_id, skip_types=("assistant/chunk",)):
+        for event in self.agents.store.events(session_id, skip_types=(AssistantChunk,)):
             for update in history.updates(event):
                 await self._send(session_id, update)
         return LoadSessionResponse(modes=self._modes(session_id))

@@ -44,13 +44,20 @@ from dsh.runtime.llm import (
     UserSource,
 )
 from dsh.runtime.session import (
+    AssistantChunk,
     AssistantChunkData,
+    AssistantMessage,
     AssistantMessageData,
+    SessionTitle,
     SessionTitleData,
     StoredEvent,
+    TodoWrite,
     TodoWriteData,
+    ToolCall,
     ToolCallData,
+    ToolResult,
     ToolResultData,
+    UserMessage,
 )
 
 __all__ = ["SessionUpdate", "SessionUpdates", "tool_kind", "tool_title"]
@@ -141,19 +148,19 @@ class SessionUpdates:
     def updates(self, event: StoredEvent) -> list[SessionUpdate]:
         kind = event.type
         live = self.mode == "live"
-        if kind == "assistant/chunk":
+        if kind == AssistantChunk.TAG:
             return self._chunk(event.decode_data()) if live else []
-        if kind == "assistant/message":
+        if kind == AssistantMessage.TAG:
             return [] if live else self._assistant(event.decode_data())
-        if kind == "user/message":
+        if kind == UserMessage.TAG:
             return [] if live else self._user(event.decode_data())
-        if kind == "tool/call":
+        if kind == ToolCall.TAG:
             return [self._call(event.decode_data())]
-        if kind == "tool/result":
+        if kind == ToolResult.TAG:
             return [self._result(event.decode_data())]
-        if kind == "todo/write":
+        if kind == TodoWrite.TAG:
             return [self._plan(event.decode_data())]
-        if kind == "session/title":
+        if kind == SessionTitle.TAG:
             title: SessionTitleData = event.decode_data()
             return [SessionInfoUpdate(session_update="session_info_update", title=title.title)]
         return []

@@ -47,6 +47,7 @@ from dsh.runtime.llm import (
 )
 from dsh.runtime.session import (
     PROJECTED_TYPES,
+    AssistantMessage,
     AssistantMessageData,
     BracketData,
     CompactionEnd,
@@ -141,6 +142,7 @@ class _AgentState:
 
 @dataclass(frozen=True)
 class _Summary:
+    call: CallKey
     blocks: tuple[AssistantBlock, ...]
     usage: TokenUsage | None
     failure: LlmFailure | None
@@ -312,6 +314,7 @@ class Compaction:
                         turn=turn,
                         failure=failure,
                         llm_stream_call=True,
+                        call_key=answer.call,
                         raw_output=answer.blocks if completed else None,
                         usage=answer.usage if completed else None,
                     )
@@ -327,6 +330,7 @@ class Compaction:
                     summary=summary,
                     raw_output=answer.blocks,
                     llm_stream_call=True,
+                    call_key=answer.call,
                     shadowed_range=ShadowedRange(start=seqs[0], end=seqs[-1]),
                     shadowed_seqs=seqs,
                     shadowed_token_count=shadowed_tokens,
@@ -373,6 +377,7 @@ class Compaction:
         config = self.config
         attempt = state.calls.get((turn, step), 0) + 1
         state.calls[(turn, step)] = attempt
+        call = CallKey(turn=turn, step=step, attempt=attempt, purpose=COMPACTION_PURPOSE)
         ratio = state.calibration.ratio if state.calibration is not None else 1.0
         overhead = self.meter.text(config.summary_instructions) + 2 * self.meter.message_tokens + 16
         budget = math.floor(self.window(model, agent) * config.threshold_ratio) - max_tokens - overhead
@@ -393,14 +398,14 @@ class Compaction:
             ),
             config=CallConfig(max_tokens=max_tokens, reasoning_effort=config.summary_reasoning_effort),
             session_id=agent.id,
-            call=CallKey(turn=turn, step=step, attempt=attempt, purpose=COMPACTION_PURPOSE),
+            call=call,
         )
         assembler = await agent.ctx.get(LLM).stream(request).drain()
         finish = assembler.finish
         assert finish is not None, "LlmRuntime ends every stream with a finish chunk"
         if isinstance(finish.reason, FinishError | FinishAborted):
-            return _Summary(assembler.blocks(), assembler.usage, finish.reason.failure)
-        return _Summary(assembler.blocks(), assembler.usage, None)
+            return _Summary(call, assembler.blocks(), assembler.usage, finish.reason.failure)
+        return _Summary(call, assembler.blocks(), assembler.usage, None)
 
     # ------------------------------------------------------------------ listeners
 
@@ -480,7 +485,7 @@ class Compaction:
         """Calibrate on every response that reports usage: the tokens it was sent against the meter's estimate of
         the request that produced it (the header in force, the surface before it)."""
         stored = event.event
-        if stored.type != "assistant/message" or not self.config.calibrate:
+        if stored.type != AssistantMessage.TAG or not self.config.calibrate:
             return
         data = stored.view().data  # the appended event keeps its typed value: no decode
         usage = data.usage if isinstance(data, AssistantMessageData) else None
@@ -506,7 +511,7 @@ class Compaction:
         store (an agent resumed or forked from the log measures as the original would have)."""
         store = agent.log.store
         last: tuple[int, TokenUsage] | None = None
-        for event in store.events(agent.id, types=("assistant/message",)):
+        for event in store.events(agent.id, types=(AssistantMessage,)):
             data = event.view().data
             usage = data.usage if isinstance(data, AssistantMessageData) else None
             if usage is not None:

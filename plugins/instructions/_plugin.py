@@ -92,7 +92,7 @@ class Instructions:
 
     async def on_event(self, event: AgentEvent) -> None:
         stored = event.event
-        if stored.type not in ("tool/call", "tool/result", "step/end", "turn/end"):
+        if stored.type not in (ToolCall.TAG, ToolResult.TAG, StepEnd.TAG, TurnEnd.TAG):
             return
         agent = event.agent
         view = stored.view()

@@ -83,7 +83,7 @@ PRESETS: dict[str, Preset] = {
 }
 """The presets, by the original's names."""
 
-KNOB_TYPES = ("permission/preset", "sandbox/mode", "approval/policy")
+KNOB_TYPES = (PermissionPreset.TAG, SandboxMode.TAG, ApprovalPolicy.TAG)
 
 
 @dataclass(frozen=True)

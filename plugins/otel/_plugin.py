@@ -12,7 +12,7 @@ import msgspec
 
 from dsh.runtime.agent import EVENT, Agent, AgentEvent
 from dsh.runtime.kernel import Context, Plugin
-from dsh.runtime.session import PRICES, SessionStats
+from dsh.runtime.session import PRICES, SessionStats, TurnEnd
 
 __all__ = ["OtelConfig", "plugin"]
 
@@ -70,7 +70,7 @@ def _apply(ctx: Context, config: OtelConfig) -> None:
         agent, event = appended.agent, appended.event
         turn = turns.get(agent.id) or open_session(agent)
         turn.events.append(event)
-        if event.type == "turn/end":
+        if event.type == TurnEnd.TAG:
             exporter.submit(turn)
             turns[agent.id] = Turn(turn.session)
 

@@ -94,7 +94,7 @@ def content_of(events: Iterable[StoredEvent]) -> Content:
     """The `Content` of a log (its assistant messages, tool calls and tool results; other events are skipped)."""
     content = Content()
     for event in events:
-        if event.type not in ("assistant/message", "tool/call", "tool/result"):
+        if event.type not in (AssistantMessage.TAG, ToolCall.TAG, ToolResult.TAG):
             continue
         view = event.view()
         if isinstance(view, AssistantMessage):

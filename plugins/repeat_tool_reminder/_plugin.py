@@ -134,7 +134,7 @@ class RepeatReminder:
 
     async def on_event(self, event: AgentEvent) -> None:
         stored = event.event
-        if stored.type not in ("tool/call", "tool/result", "user/message"):
+        if stored.type not in (ToolCall.TAG, ToolResult.TAG, UserMessageEvent.TAG):
             return
         agent, view = event.agent, stored.view()
         calls = self._calls.setdefault(agent, {})

@@ -1,16 +1,16 @@
 """The `retry` plugin: answers `agent/request-error` with a new attempt in the same step when the policy allows,
-logging `llm/retry` (the decision and its wait) and `llm/retry-started` (the wait is over) in the session."""
+logging `llm/retry` (the decision and its wait) and `llm/retry-started` (the wait, on `RETRY_CLOCK`, is over) in
+the session."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-import anyio
-
 from dsh.runtime.agent import REQUEST_ERROR, ErrorDecision, RequestFailure, Retry
 from dsh.runtime.kernel import Context, Plugin
 from dsh.runtime.session import LlmRetry, LlmRetryData, LlmRetryStarted, LlmRetryStartedData
 
+from .clock import REAL_TIME, RETRY_CLOCK
 from .policy import RetryConfig, delay_ms, policy_key
 
 __all__ = ["plugin"]
@@ -48,7 +48,8 @@ def _apply(ctx: Context, config: RetryConfig) -> None:
             )
         )
         await agent.log.flush()
-        await anyio.sleep(wait / 1000)
+        clock = agent.ctx.get(RETRY_CLOCK) if agent.ctx.has(RETRY_CLOCK) else REAL_TIME
+        await clock.wait(wait)
         await agent.append(
             LlmRetryStarted(
                 data=LlmRetryStartedData(retry_id=retry_id, turn=failed.turn, step=failed.step, retry=retry)

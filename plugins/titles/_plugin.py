@@ -112,7 +112,7 @@ def normalise_title(text: str) -> str:
 
 def _first_human_message(agent: Agent) -> tuple[int, str] | None:
     store = agent.ctx.get(STORE)
-    for event in store.events(agent.id, types=("user/message",)):
+    for event in store.events(agent.id, types=(UserMessageEvent,)):
         view = event.view()
         if not isinstance(view, UserMessageEvent) or not isinstance(view.data.source, UserSource):
             continue
@@ -125,8 +125,8 @@ def _first_human_message(agent: Agent) -> tuple[int, str] | None:
 def _titled(agent: Agent) -> bool:
     """Whether the session already asked for a title or holds one a model or its user gave it."""
     store = agent.ctx.get(STORE)
-    for event in store.events(agent.id, types=("session/title", "session/title-llm-request")):
-        if event.type == "session/title-llm-request":
+    for event in store.events(agent.id, types=(SessionTitle, SessionTitleLlmRequest)):
+        if event.type == SessionTitleLlmRequest.TAG:
             return True
         source = msgspec.json.decode(event.data).get("source")
         if isinstance(source, dict) and source.get("kind") in ("user", "provider"):
@@ -208,7 +208,7 @@ def _apply(ctx: Context, config: TitlesConfig) -> None:
 
     async def on_event(appended: AgentEvent) -> None:
         agent, event = appended.agent, appended.event
-        if event.type != "turn/end" or agent.id in asked or agent.parent is not None:
+        if event.type != TurnEnd.TAG or agent.id in asked or agent.parent is not None:
             return
         view = event.view()
         assert isinstance(view, TurnEnd), "the event table decodes turn/end as TurnEnd"

@@ -295,7 +295,7 @@ def session_mode(log: SessionLog | None) -> Policy | None:
     if log is None:
         return None
     mode = None
-    for event in log.store.events(log.info.id, types=("sandbox/mode",)):
+    for event in log.store.events(log.info.id, types=(SandboxMode,)):
         view = event.view()
         if isinstance(view, SandboxMode) and view.data.mode in POLICIES:
             mode = view.data.mode

@@ -180,7 +180,7 @@ class Chat:
         """A new session inheriting `session_id`'s log through the end of its turn `turn` (a turn that ended)."""
         store = self.agents.store
         ends: dict[int, int] = {}
-        for event in store.events(session_id, types=("turn/end",)):
+        for event in store.events(session_id, types=(TurnEnd,)):
             view = event.view()
             if isinstance(view, TurnEnd):
                 ends[view.data.turn] = event.seq

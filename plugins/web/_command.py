@@ -20,6 +20,7 @@ from dsh.runtime.host import (
     open_host,
     open_store,
 )
+from dsh.runtime.kernel import ConfigError, Context, resolve_plugin
 from dsh.runtime.session import PRICES, PriceTable, SessionStoreProtocol
 
 from ._security import is_loopback, new_token
@@ -28,6 +29,9 @@ __all__ = ["web_command"]
 
 GRACE_S = 2
 """How long open pages (live streams) may take to close when the server stops."""
+
+DEFAULT_PRICES_PLUGIN = "stats"
+"""The plugin (by its entry-point name) whose default config holds the prices shown when the deployment has none."""
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -75,12 +79,20 @@ async def _serve(
 
 
 def _prices(host: Host | None) -> PriceTable:
-    """The deployment's price table (its `stats` plugin), else DeepSeek's published prices."""
-    from dsh.plugins.stats import DEEPSEEK_PRICES
-
+    """The deployment's price table (its plugin that provides `PRICES`), else the `stats` plugin's defaults (DeepSeek's
+    published prices) read through the same service, loaded alone; an empty table (costs unknown) without it."""
     if host is not None and host.ctx.has(PRICES):
         return host.ctx.get(PRICES)
-    return PriceTable(prices=DEEPSEEK_PRICES)
+    try:
+        plugin = resolve_plugin(DEFAULT_PRICES_PLUGIN)
+    except ConfigError:  # no `stats` entry point (a trimmed install)
+        return PriceTable()
+    ctx = Context()
+    try:
+        ctx.plugin(plugin, None)
+        return ctx.get(PRICES)
+    finally:
+        ctx.dispose()
 
 
 def web_command(

@@ -232,7 +232,7 @@ class SessionRow:
     depth: int
 
 
-_SUMMARY_TYPES = ("turn/end", "session/title", "assistant/message")
+_SUMMARY_TYPES = (TurnEnd.TAG, SessionTitle.TAG, AssistantMessage.TAG)
 
 
 def session_row(store: SessionStoreProtocol, info: SessionInfo, depth: int = 0) -> SessionRow:
@@ -250,7 +250,7 @@ def session_row(store: SessionStoreProtocol, info: SessionInfo, depth: int = 0) 
         elif isinstance(view, AssistantMessage) and view.data.usage is not None:
             tokens += view.data.usage.input_tokens + view.data.usage.output_tokens
     if not title:
-        for event in store.events(info.id, types=("user/message",)):
+        for event in store.events(info.id, types=(UserMessage,)):
             view = event.view()
             if isinstance(view, UserMessage) and getattr(view.data.source, "kind", "user") == "user":
                 title = _text(view.data.content)[:120]

@@ -12,7 +12,7 @@ import anyio
 from dsh.runtime.kernel import Context, NoConfig, Plugin, ServiceKey
 from dsh.runtime.llm import LLM
 from dsh.runtime.prompt import SYSTEM_PROMPT, AssembleContext
-from dsh.runtime.session import STORE, SessionStoreProtocol, SpawnedBy, open_log
+from dsh.runtime.session import STORE, SessionStoreProtocol, SpawnedBy, TurnEnd, open_log
 from dsh.runtime.tools import TOOLS
 
 from ._agent import Agent, AgentOptions
@@ -145,7 +145,7 @@ class AgentRegistry:
 def last_turn_end(store: SessionStoreProtocol, session_id: str) -> int | None:
     """The seq of the last `turn/end` of a session's log (None: no turn has completed)."""
     last = None
-    for event in store.events(session_id, types=("turn/end",)):
+    for event in store.events(session_id, types=(TurnEnd,)):
         last = event.seq
     return last
 

@@ -203,7 +203,7 @@ class Jobs:
         self._jobs: dict[str, Job] = {}
         # the jobs of earlier runs of this session, from its log (numbered on from them, so a resumed session never
         # reuses an id): settled as logged, or lost with the process that ran them when their outcome never was
-        for event in agent.log.store.events(agent.id, types=("job/started", "job/settled")):
+        for event in agent.log.store.events(agent.id, types=(JobStarted, JobSettled)):
             value = event.view()
             if isinstance(value, JobStarted):
                 started = value.data

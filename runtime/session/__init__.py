@@ -114,6 +114,7 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from ._events import data_type as data_type
     from ._events import decode_data as decode_data
     from ._events import encode_data as encode_data
+    from ._events import event_tags as event_tags
     from ._jsonl import event_line as event_line
     from ._jsonl import export_jsonl as export_jsonl
     from ._jsonl import import_jsonl as import_jsonl
@@ -318,6 +319,7 @@ __all__ = [
     "decode_data",
     "encode_data",
     "event_line",
+    "event_tags",
     "export_jsonl",
     "fold_stats",
     "follow",
@@ -451,6 +453,7 @@ _LAZY = {
     "UserMessage": "._events",
     "core_event_types": "._events",
     "data_type": "._events",
+    "event_tags": "._events",
     "decode_data": "._events",
     "encode_data": "._events",
     "event_line": "._jsonl",

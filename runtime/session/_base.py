@@ -17,7 +17,7 @@ from typing import Any, Self
 import msgspec
 
 from ._errors import InvalidBoundaryError, OpenTurnError, SessionExistsError, SessionInUseError
-from ._events import StoredEvent
+from ._events import Event, StoredEvent, TurnStart
 from ._services import Clock, IdMinter, SessionId, SystemClock, UuidIds
 
 __all__ = [
@@ -165,8 +165,8 @@ class StoreBase(ABC):
         *,
         start: int = 0,
         stop: int | None = None,
-        types: Collection[str] | None = None,
-        skip_types: Collection[str] | None = None,
+        types: Collection[str | type[Event]] | None = None,
+        skip_types: Collection[str | type[Event]] | None = None,
     ) -> Iterator[StoredEvent]: ...
 
     @abstractmethod
@@ -271,5 +271,5 @@ class StoreBase(ABC):
         for owner, low, high in reversed(self._segments(session_id, boundary + 1)):
             bound = self._last_turn_bound(owner, low, boundary + 1 if high is None else high)
             if bound is not None:
-                return int(bound[0]) if bound[1] == "turn/start" else None
+                return int(bound[0]) if bound[1] == TurnStart.TAG else None
         return None

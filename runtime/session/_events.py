@@ -13,12 +13,12 @@ messages without `id` or `role`) are converted on read, never rewritten.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any, Literal
+from collections.abc import Callable, Collection, Mapping
+from typing import Any, ClassVar, Literal, get_args
 
 import msgspec
 
-from dsh.runtime.llm import AssistantBlock, LlmFailure, StreamChunk, TextBlock, TokenUsage, ToolSpec
+from dsh.runtime.llm import AssistantBlock, CallKey, LlmFailure, StreamChunk, TextBlock, TokenUsage, ToolSpec
 from dsh.runtime.llm import AssistantMessage as ModelReply
 from dsh.runtime.llm import UserMessage as UserTurnMessage
 
@@ -117,6 +117,7 @@ __all__ = [
     "data_type",
     "decode_data",
     "encode_data",
+    "event_tags",
 ]
 
 FORMAT_VERSION = 0
@@ -332,27 +333,30 @@ class ShadowedRange(_Wire, frozen=True, kw_only=True):
 class BracketData(_Wire, frozen=True, kw_only=True):
     """`compaction/start` and `compaction/end`: `{compactionId, turn}`. An `end` whose summariser call failed adds
     `failure`, and `llmStreamCall` when a model call was made (`rawOutput`/`usage` when that call completed but its
-    output could not be used). Log-only plugin records: every field is optional, as the original's reader treats
-    them (replay reads only the call marker, the raw output, the usage and the failure)."""
+    output could not be used), with the call's `callKey`. Log-only plugin records: every field is optional, as the
+    original's reader treats them (replay reads only the call marker and key, the raw output, the usage and the
+    failure)."""
 
     compaction_id: str | None = None
     turn: int | None = None
     failure: LlmFailure | None = None
     llm_stream_call: bool | None = None
+    call_key: CallKey | None = None
     raw_output: tuple[AssistantBlock, ...] | None = None
     usage: TokenUsage | None = None
 
 
 class SummaryData(_Wire, frozen=True, kw_only=True):
     """`compaction/summary`: the summary, the summariser's complete output (`llmStreamCall`: one `LlmRuntime.stream()`
-    call produced `rawOutput`, and replay serves it), the shadowed nodes, their estimated token count and the call's
-    provider, model, `maxTokens` and usage. Every field is optional (see `BracketData`); dsh.plugins.compaction writes
-    them all."""
+    call produced `rawOutput`, and replay serves it under `callKey`, the `CallKey` it was made with), the shadowed
+    nodes, their estimated token count and the call's provider, model, `maxTokens` and usage. Every field is optional
+    (see `BracketData`; logs from before `callKey` leave replay to derive it); dsh.plugins.compaction writes them all."""
 
     compaction_id: str | None = None
     summary: tuple[TextBlock, ...] | None = None
     raw_output: tuple[AssistantBlock, ...] | None = None
     llm_stream_call: bool | None = None
+    call_key: CallKey | None = None
     shadowed_range: ShadowedRange | None = None
     shadowed_seqs: tuple[int, ...] | None = None
     shadowed_token_count: int | None = None
@@ -546,7 +550,11 @@ class HookResultData(_Wire, frozen=True, kw_only=True):
 
 
 class Event(_Wire, tag_field="type", frozen=True, kw_only=True):
-    """A typed event: the envelope and a typed `data`. `seq`/`time` are -1 until the log assigns them."""
+    """A typed event: the envelope and a typed `data`. `seq`/`time` are -1 until the log assigns them. Each event
+    type's `TAG` is its wire tag (`TurnEnd.TAG == "turn/end"`), read from its declaration by `EVENT_TYPES`: code
+    outside this module names a type by its class, or by `TAG` where it needs the string."""
+
+    TAG: ClassVar[str]
 
     seq: int = -1
     time: int = -1
@@ -750,49 +758,36 @@ CoreEvent = (
     | HookResult
 )
 
-EVENT_TYPES: Mapping[str, type[Event]] = {
-    str(cls.__struct_config__.tag): cls
-    for cls in (
-        TurnStart,
-        TurnEnd,
-        StepStart,
-        StepEnd,
-        UserMessage,
-        AssistantChunk,
-        AssistantMessage,
-        ToolCall,
-        ToolResult,
-        RequestHeader,
-        RequestContext,
-        SessionEndSeed,
-        TodoWrite,
-        CompactionStart,
-        CompactionSummary,
-        CompactionEnd,
-        CompactionPrune,
-        LlmRetry,
-        LlmRetryStarted,
-        SubagentDescriptor,
-        SessionTitle,
-        SessionTitleLlmRequest,
-        InboxSpliced,
-        JobStarted,
-        JobSettled,
-        ApprovalPolicy,
-        ApprovalAsked,
-        ApprovalDecided,
-        PermissionPreset,
-        SandboxMode,
-        CommandRun,
-        CommandDone,
-        HookInvoked,
-        HookResult,
-    )
-}
+EVENT_TYPES: Mapping[str, type[Event]] = {str(cls.__struct_config__.tag): cls for cls in get_args(CoreEvent)}
 """The one tag -> type table: every reader of the log (store, JSONL, rules, projection, replay, CLI, plugins)
-decodes through it."""
+decodes through it. Read from `CoreEvent`: a new event type is its Struct, declared above, and its place in that union
+(tests/test_wire_tags.py fails on an `Event` subclass missing from it, and on a tag written out elsewhere)."""
 
 _TAGS: dict[type[Event], str] = {cls: tag for tag, cls in EVENT_TYPES.items()}
+for _cls, _tag in _TAGS.items():
+    _cls.TAG = _tag
+del _cls, _tag
+
+
+def event_tags(kinds: Collection[str | type[Event]] | None) -> tuple[str, ...] | None:
+    """The wire tags of `kinds`, each an event class (`TurnEnd`) or a tag (an opaque type's, `"goal/set"`), in
+    order; None stays None (a store's "no filter")."""
+    if kinds is None:
+        return None
+    tags: list[str] = []
+    for kind in kinds:
+        if isinstance(kind, str):
+            tags.append(kind)
+            continue
+        tag = _TAGS.get(kind)
+        if tag is None:
+            raise TypeError(
+                f"{kind!r} is not an event type: pass a class of EVENT_TYPES (TurnEnd, ...) or a wire tag string"
+            )
+        tags.append(tag)
+    return tuple(tags)
+
+
 _DATA_TYPES: dict[str, type[msgspec.Struct]] = {
     tag: next(f.type for f in msgspec.structs.fields(cls) if f.name == "data")
     for tag, cls in EVENT_TYPES.items()

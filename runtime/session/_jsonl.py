@@ -267,7 +267,7 @@ def _events(
         for event in events:
             try:
                 state.feed(event)
-                if check_chunks and event.typed is None and event.type == "assistant/chunk":
+                if check_chunks and event.typed is None and event.type == AssistantChunk.TAG:
                     event.view()
             except LogRuleError as error:
                 raise _fail(error.reason, error.rule, number, file) from None
@@ -340,7 +340,7 @@ def event_line(event: StoredEvent) -> bytes:
 def _pack_key(event: StoredEvent) -> tuple[Any, ...] | None:
     """What a delta must share with its run to be packed, or None if it cannot be packed losslessly."""
     if (
-        event.type != "assistant/chunk"
+        event.type != AssistantChunk.TAG
         or event.surface_op is not None
         or event.source_event_seqs is not None
         or event.ignorable is not None

@@ -35,7 +35,7 @@ from ._errors import (
     StoreRowError,
     StoreSchemaError,
 )
-from ._events import StoredEvent
+from ._events import Event, StoredEvent, event_tags
 from ._rows import SESSION_COLUMNS, SESSIONS_QUERY, log_length
 from ._services import Clock, IdMinter
 from ._store import (
@@ -428,12 +428,13 @@ class PgStore(StoreBase):
         *,
         start: int = 0,
         stop: int | None = None,
-        types: Collection[str] | None = None,
-        skip_types: Collection[str] | None = None,
+        types: Collection[str | type[Event]] | None = None,
+        skip_types: Collection[str | type[Event]] | None = None,
     ) -> Iterator[StoredEvent]:
         """The session's full log in seq order (the inherited prefix first), in keyset pages.
 
-        `types` keeps only those types; `skip_types` drops those (both filtered in SQL)."""
+        `types` keeps only those types, `skip_types` drops those (event classes or wire tags; both filtered in SQL)."""
+        types, skip_types = event_tags(types), event_tags(skip_types)  # classes to their wire tags
         if types is not None and not types:
             return
         filters, params = "", []

@@ -12,6 +12,7 @@ from dsh.runtime.llm import Message
 
 from ._events import (
     SURFACE_TYPES,
+    AssistantMessage,
     AssistantMessageData,
     EpochHeader,
     RequestHeader,
@@ -26,7 +27,7 @@ from ._rules import SurfaceFold, SurfaceNode, _message_of, message_json
 
 __all__ = ["PROJECTED_TYPES", "ProjectedMessage", "Projection", "project"]
 
-PROJECTED_TYPES = SURFACE_TYPES | {"request/header", "todo/write", "session/title"}
+PROJECTED_TYPES = SURFACE_TYPES | {RequestHeader.TAG, TodoWrite.TAG, SessionTitle.TAG}
 
 
 class _Content(msgspec.Struct):
@@ -82,7 +83,7 @@ class Projection:
 
 
 def _visible(node: SurfaceNode) -> bool:
-    if node.type != "assistant/message":
+    if node.type != AssistantMessage.TAG:
         return True
     if node.typed is not None:
         return bool(node.typed.content)
@@ -105,16 +106,16 @@ def project(events: Iterable[StoredEvent]) -> Projection:
         if event.surface_op is not None and kind in SURFACE_TYPES:
             typed = event.typed
             surface.apply(event, None if typed is None else _message_of(typed.data))
-        elif kind == "request/header":
+        elif kind == RequestHeader.TAG:
             view = event.view()
             assert isinstance(view, RequestHeader), "the event table decodes request/header as RequestHeader"
             header = view.data.header
             header_json = bytes(_HEADER_FIELD.decode(event.data).header).decode()
-        elif kind == "todo/write":
+        elif kind == TodoWrite.TAG:
             todo = event.view()
             assert isinstance(todo, TodoWrite), "the event table decodes todo/write as TodoWrite"
             todos = todo.data.todos
-        elif kind == "session/title":
+        elif kind == SessionTitle.TAG:
             named = event.view()
             assert isinstance(named, SessionTitle), "the event table decodes session/title as SessionTitle"
             title = named.data.title

@@ -11,7 +11,7 @@ from typing import Any, Protocol, Self
 
 from dsh.runtime.kernel import ServiceKey
 
-from ._events import StoredEvent
+from ._events import Event, StoredEvent
 from ._services import Clock, IdMinter, SessionId
 from ._store import EventRow, Lease, SessionInfo, SpawnedBy
 
@@ -72,8 +72,8 @@ class SessionStoreProtocol(Protocol):
         *,
         start: int = 0,
         stop: int | None = None,
-        types: Collection[str] | None = None,
-        skip_types: Collection[str] | None = None,
+        types: Collection[str | type[Event]] | None = None,
+        skip_types: Collection[str | type[Event]] | None = None,
     ) -> Iterator[StoredEvent]: ...
 
     def last_event(self, session_id: str) -> StoredEvent | None: ...

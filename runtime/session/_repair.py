@@ -7,6 +7,7 @@ from dsh.runtime.llm import CallId, MessageId, TextBlock, ToolResultBlock, ToolS
 from dsh.runtime.llm import UserMessage as ResultMessage
 
 from ._events import (
+    AssistantChunk,
     EmptyData,
     Event,
     SessionEndSeed,
@@ -110,7 +111,7 @@ def closers(state: LogState) -> list[Event]:
 def load_state(store: SessionStoreProtocol, session_id: str) -> LogState:
     """The rule state of a stored log, read without its chunks (they change no state that repair needs)."""
     state = LogState()
-    for event in store.events(session_id, skip_types=("assistant/chunk",)):
+    for event in store.events(session_id, skip_types=(AssistantChunk,)):
         state.feed(event, check_seq=False)
     last = store.last_event(session_id)
     if last is not None:
@@ -134,7 +135,7 @@ def resume(
             store.release_lease(taken)
     state = load_state(store, session_id)
     pending = closers(state)
-    if state.last_type != "session/end-seed" or pending:
+    if state.last_type != SessionEndSeed.TAG or pending:
         pending.append(SessionEndSeed(data=EmptyData()))
     appended: list[StoredEvent] = []
     time = state.last_time

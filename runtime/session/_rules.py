@@ -24,24 +24,38 @@ from dsh.runtime.llm import (
 from ._errors import LogRuleError
 from ._events import (
     SURFACE_TYPES,
+    AssistantChunk,
+    AssistantMessage,
     AssistantMessageData,
     EpochHeader,
+    InboxSpliced,
     InboxSplicedData,
     InboxTarget,
+    JobSettled,
     JobSettledData,
     Replace,
+    RequestContext,
     RequestContextData,
+    RequestHeader,
     RequestHeaderData,
+    SessionEndSeed,
     StepData,
+    StepEnd,
+    StepStart,
     StoredEvent,
+    ToolCall,
     ToolCallData,
+    ToolResult,
     ToolResultData,
+    TurnEnd,
     TurnEndData,
+    TurnStart,
     TurnStartData,
     core_event_types,
     decode_data,
     encode_data,
 )
+from ._events import UserMessage as UserMessageEvent
 
 __all__ = [
     "SNAPSHOT_FORM",
@@ -58,15 +72,15 @@ _LEGACY = {"request/header-delta": "headers are full request/header snapshots (r
 SNAPSHOT_FORM = "snapshot"
 """The `PluginSource.form` of a runtime-context snapshot message."""
 _DECODED = SURFACE_TYPES | {
-    "turn/start",
-    "turn/end",
-    "step/start",
-    "step/end",
-    "tool/call",
-    "request/header",
-    "request/context",
-    "agent/inbox/spliced",
-    "job/settled",
+    TurnStart.TAG,
+    TurnEnd.TAG,
+    StepStart.TAG,
+    StepEnd.TAG,
+    ToolCall.TAG,
+    RequestHeader.TAG,
+    RequestContext.TAG,
+    InboxSpliced.TAG,
+    JobSettled.TAG,
 }
 """The types whose data the rules read (the loop's and the surface's integrity lives there): decoded strictly on
 every feed. The data of the other known types is decoded by their readers, as the original does."""
@@ -81,7 +95,7 @@ _MESSAGE_FIELD = msgspec.json.Decoder(_MessageField)
 
 def message_json(event_type: str, data: str) -> str:
     """The JSON text of the message a surface event's data carries, exactly as written."""
-    if event_type == "user/message":
+    if event_type == UserMessageEvent.TAG:
         return data
     try:
         return bytes(_MESSAGE_FIELD.decode(data).message).decode()
@@ -149,7 +163,7 @@ class SurfaceFold:
                 rule="surface.replace-sources",
                 seq=event.seq,
             )
-        if event.type == "tool/result":
+        if event.type == ToolResult.TAG:
             self._check_prune(event, shadowed, node)
         self.nodes[first : last + 1] = [node]
         self.replacements += 1
@@ -175,7 +189,7 @@ class SurfaceFold:
 
     @staticmethod
     def _check_prune(event: StoredEvent, shadowed: list[SurfaceNode], node: SurfaceNode) -> None:
-        if len(shadowed) != 1 or shadowed[0].type != "tool/result":
+        if len(shadowed) != 1 or shadowed[0].type != ToolResult.TAG:
             raise LogRuleError(
                 "a tool/result replace must shadow exactly one tool/result node",
                 rule="surface.prune-target",
@@ -277,7 +291,7 @@ class LogState:
                 seq=event.seq,
             )
         if (
-            event.type == "assistant/chunk"
+            event.type == AssistantChunk.TAG
             and event.surface_op is None
             and event.source_event_seqs is None
             and event.time >= 0
@@ -335,7 +349,7 @@ class LogState:
             )
         sources = event.source_event_seqs
         if sources is not None:
-            if not sources and event.type != "assistant/message":
+            if not sources and event.type != AssistantMessage.TAG:
                 raise LogRuleError(
                     "an empty sourceEventSeqs is allowed only on assistant/message",
                     rule="envelope.sources-empty",
@@ -361,7 +375,7 @@ class LogState:
 
     def _track(self, event: StoredEvent, data: object) -> None:
         kind = event.type
-        if isinstance(data, TurnStartData) and kind == "turn/start":
+        if isinstance(data, TurnStartData) and kind == TurnStart.TAG:
             self.open_turn, self.open_turn_seq, self.open_step = data.turn, event.seq, None
             self.last_turn = max(self.last_turn, data.turn)
             self.requested.clear()
@@ -372,7 +386,7 @@ class LogState:
             self.open_step = None
             self.last_turn = max(self.last_turn, data.turn)
         elif isinstance(data, StepData):
-            self.open_step = (data.turn, data.step) if kind == "step/start" else None
+            self.open_step = (data.turn, data.step) if kind == StepStart.TAG else None
         elif isinstance(data, AssistantMessageData):
             if not data.interrupted:
                 for block in data.message.content:
@@ -391,7 +405,7 @@ class LogState:
             self.header, self.header_seq = data.header, event.seq
         elif isinstance(data, RequestContextData):
             self.request_context = data
-        elif kind == "session/end-seed":
+        elif kind == SessionEndSeed.TAG:
             self.seed_end = event.seq
         elif isinstance(data, InboxSplicedData):
             self._splice(event, data)

@@ -22,7 +22,24 @@ from dsh.runtime.kernel import ServiceKey
 from dsh.runtime.llm import TokenUsage, ToolResultBlock
 
 from ._base import SessionInfo
-from ._events import StoredEvent, ToolResult
+from ._events import (
+    AssistantChunk,
+    CompactionEnd,
+    CompactionStart,
+    CompactionSummary,
+    LlmRetry,
+    RequestContext,
+    RequestHeader,
+    SessionTitle,
+    SessionTitleLlmRequest,
+    StepEnd,
+    StepStart,
+    StoredEvent,
+    ToolCall,
+    ToolResult,
+    TurnEnd,
+    TurnStart,
+)
 from ._protocol import SessionStoreProtocol
 
 __all__ = [
@@ -417,13 +434,13 @@ class _Fold:
                 self.started = time
             if self.ended is None or time > self.ended:
                 self.ended = time
-        if kind == "turn/start":
+        if kind == TurnStart.TAG:
             self._close(self.last_chunk)
             self.turn = TurnStats(turn=_TURN.decode(event.data).turn, start=time if time > 0 else None)
             self.turn_start = time
             self.stats.turns += 1
             self.turn.turns = 1
-        elif kind == "turn/end":
+        elif kind == TurnEnd.TAG:
             self._close(self.last_chunk)
             bound = _TURN.decode(event.data)
             turn = self.turn if self.turn is not None else TurnStats(turn=bound.turn)
@@ -436,32 +453,32 @@ class _Fold:
             self.turns.append(turn)
             self.turn = None
             self.turn_start = None
-        elif kind == "step/start":
+        elif kind == StepStart.TAG:
             self._close(self.last_chunk)
             self.step = _STEP.decode(event.data).step
             self._count(steps=1)
-        elif kind == "step/end":
+        elif kind == StepEnd.TAG:
             self._close(self.last_chunk)
-        elif kind == "request/context":
+        elif kind == RequestContext.TAG:
             self.route = _ROUTE.decode(event.data)
-        elif kind == "request/header":
+        elif kind == RequestHeader.TAG:
             self.route = _HEADER.decode(event.data).header.config
-        elif kind == "llm/retry":
+        elif kind == LlmRetry.TAG:
             self._close(self.last_chunk)
-        elif kind == "tool/call":
+        elif kind == ToolCall.TAG:
             call = _TOOL_CALL.decode(event.data)
             run = ToolRun(call_id=call.call_id, name=call.name, turn=call.turn, step=call.step, start=time)
             self.runs.append(run)
             self.tool_calls[call.call_id] = (run, self.turn)
             self.stats.tools.setdefault(call.name, ToolStats()).calls += 1
             self._count(tool_calls=1)
-        elif kind == "tool/result":
+        elif kind == ToolResult.TAG:
             self._tool_result(event)
         elif kind.startswith("compaction/"):
             self._compaction(kind, event)
-        elif kind == "session/title-llm-request":
+        elif kind == SessionTitleLlmRequest.TAG:
             self.title_asked = (time, _TITLE_REQUEST.decode(event.data).route or self.route)
-        elif kind == "session/title":
+        elif kind == SessionTitle.TAG:
             self._title(event)
         self.mark = time
 
@@ -492,11 +509,11 @@ class _Fold:
     def _compaction(self, kind: str, event: StoredEvent) -> None:
         data = _COMPACTION.decode(event.data)
         key = data.compaction_id or f"seq-{event.seq}"
-        if kind == "compaction/start":
+        if kind == CompactionStart.TAG:
             self._close(self.last_chunk)
             self.compactions[key] = event.time
             return
-        if kind not in ("compaction/summary", "compaction/end") or not data.llm_stream_call:
+        if kind not in (CompactionSummary.TAG, CompactionEnd.TAG) or not data.llm_stream_call:
             return
         if key in self.compaction_called:
             return  # the summary counted this call; its end only closes the bracket
@@ -587,7 +604,7 @@ def fold_stats(
     fold = _Fold(session)
     chunk, event = fold.chunk, fold.event
     for stored in events:
-        if stored.type != "assistant/chunk":
+        if stored.type != AssistantChunk.TAG:
             event(stored)
         elif fold.call is not None and '"usage"' not in stored.data and '"finish"' not in stored.data:
             fold.last_chunk = stored.time  # a delta of an open call (most rows): nothing to decode

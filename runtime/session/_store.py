@@ -43,7 +43,7 @@ from ._errors import (
     StoreRowError,
     StoreSchemaError,
 )
-from ._events import Replace, StoredEvent, SurfaceOp
+from ._events import Event, Replace, StoredEvent, SurfaceOp, event_tags
 from ._rows import LAST_SEQ_QUERY, SCHEMA_VERSION, SESSION_COLUMNS, SESSIONS_QUERY, log_length
 from ._services import Clock, IdMinter, SessionId
 
@@ -551,13 +551,14 @@ class SessionStore(StoreBase):
         *,
         start: int = 0,
         stop: int | None = None,
-        types: Collection[str] | None = None,
-        skip_types: Collection[str] | None = None,
+        types: Collection[str | type[Event]] | None = None,
+        skip_types: Collection[str | type[Event]] | None = None,
     ) -> Iterator[StoredEvent]:
         """The session's full log in seq order (the inherited prefix first), streamed from SQLite.
 
         `types` keeps only those types; `skip_types` drops those (both filtered in SQL).
         """
+        types, skip_types = event_tags(types), event_tags(skip_types)  # classes to their wire tags
         if types is not None and not types:
             return
         filters, params = "", []

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ._events import StoredEvent
+from ._events import StoredEvent, TurnEnd, TurnStart
 from ._protocol import SessionStoreProtocol
 
 __all__ = ["follow", "tail_start"]
@@ -15,9 +15,9 @@ __all__ = ["follow", "tail_start"]
 def tail_start(store: SessionStoreProtocol, session_id: str) -> int:
     """Where a tail begins by default: the open last turn's `turn/start`, or the end of the log."""
     last: StoredEvent | None = None
-    for bound in store.events(session_id, types=("turn/start", "turn/end")):
+    for bound in store.events(session_id, types=(TurnStart, TurnEnd)):
         last = bound
-    if last is not None and last.type == "turn/start":
+    if last is not None and last.type == TurnStart.TAG:
         return last.seq
     return store.length(session_id)
 
@@ -38,6 +38,6 @@ def follow(
         for event in store.events(session_id, start=next_seq):
             yield event
             next_seq = event.seq + 1
-            if until_turn_end and event.type == "turn/end":
+            if until_turn_end and event.type == TurnEnd.TAG:
                 return
         store.wait_for_events(session_id, next_seq, timeout=wait)

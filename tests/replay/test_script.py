@@ -194,6 +194,21 @@ def test_a_compaction_before_step_start_is_keyed_by_the_next_step_and_between_tu
     assert not any(isinstance(c, UsageChunk) for c in script.entries[1].chunks)
 
 
+def test_a_logged_call_key_is_the_compaction_entrys_key_and_a_missing_one_is_derived(tmp_path: Path) -> None:
+    logged = {
+        "turn": 1,
+        "step": 2,
+        "attempt": 3,
+        "purpose": "compaction",
+    }  # not what the derivation would give
+    script = derive_script(read_log(_compaction_log(tmp_path, {"callKey": logged})))
+    keys = [e.call for e in script.entries if e.kind == "compaction"]
+    assert keys == [
+        CallKey(turn=1, step=2, attempt=3, purpose="compaction"),  # as logged
+        CallKey(turn=2, step=1, attempt=1, purpose="compaction"),  # no callKey: derived
+    ]
+
+
 def test_an_unmarked_summary_adds_no_entry_and_a_marked_one_without_raw_output_is_refused(
     tmp_path: Path,
 ) -> None:

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dsh.plugins.retry import RetryConfig, delay_ms, plugin
+from dsh.plugins.retry import RETRY_CLOCK, RetryConfig, delay_ms, plugin
 from dsh.runtime.agent import AGENTS, EVENT, AgentEvent
 from dsh.runtime.llm import LlmFailure
 from dsh.runtime.session import STORE
@@ -143,3 +143,32 @@ async def test_cancelling_during_the_wait_aborts_the_turn(tmp_path: Path) -> Non
         ends = [e.data for e in ctx.get(STORE).events(agent.id, types=("turn/end",))]
     assert '"kind":"aborted"' in ends[0]
     assert outcome.kind == "completed"
+
+
+class _TakenClock:
+    """A retry clock on which no time passes: it notes each wait it is asked for and returns."""
+
+    def __init__(self) -> None:
+        self.waits: list[int] = []
+
+    async def wait(self, ms: int) -> None:
+        self.waits.append(ms)
+
+
+@pytest.mark.anyio
+async def test_the_waits_are_taken_on_the_provided_clock(tmp_path: Path) -> None:
+    slow = RetryConfig(base_delay_ms=60_000, max_delay_ms=120_000, max_retries=2, jitter=0)
+    adapter = ScriptedAdapter([failure("SERVER"), failure("SERVER"), text("recovered")])
+    clock = _TakenClock()
+    with host(tmp_path, adapter) as ctx:
+        ctx.provide(RETRY_CLOCK, clock)
+        ctx.plugin(plugin, slow)
+        async with ctx.get(AGENTS).create(OPTIONS) as agent:
+            with anyio.fail_after(30):  # an hour of real waits if the clock were ignored
+                outcome = await agent.run("go")
+        store = ctx.get(STORE)
+        logged = [
+            msgspec.json.decode(e.data)["delayMs"] for e in store.events(agent.id, types=("llm/retry",))
+        ]
+    assert outcome.kind == "completed"
+    assert clock.waits == logged == [60_000, 120_000]

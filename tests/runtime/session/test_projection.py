@@ -1,17 +1,24 @@
-"""Projection: the surface fold (append, replace), the request header, todos and title."""
+"""Projection: the surface fold (append, replace), the request header, todos and title; and the store's filter by
+event class or wire tag that projection reads through."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from dsh.runtime.session import (
+    EVENT_TYPES,
+    AssistantChunk,
     LogRuleError,
     LogState,
     Replace,
     SessionStoreProtocol,
     StoredEvent,
+    TodoWrite,
+    TurnEnd,
+    event_tags,
     import_jsonl,
     project,
 )
@@ -117,3 +124,33 @@ def test_pruning_may_change_only_the_tool_result_content() -> None:
         )
     assert uncovered.value.rule == "surface.replace-sources"
     assert [n.seq for n in state.surface.nodes] == [1]  # refused events leave the fold as it was
+
+
+def test_events_are_filtered_by_class_or_by_tag(store: SessionStoreProtocol, tmp_path: Path) -> None:
+    session = import_jsonl(store, HARNESS / "todo-write" / "session.jsonl").id
+    by_tag = list(store.events(session, types=("turn/end", "todo/write")))
+    assert {e.type for e in by_tag} == {"turn/end", "todo/write"}
+    assert list(store.events(session, types=(TurnEnd, TodoWrite))) == by_tag
+    assert list(store.events(session, types=[TurnEnd, "todo/write"])) == by_tag
+    kept = list(store.events(session, skip_types=(AssistantChunk,)))
+    assert kept == [e for e in store.events(session) if e.type != "assistant/chunk"]
+    with pytest.raises(TypeError, match="not an event type"):
+        list(store.events(session, types=(StoredEvent,)))  # type: ignore[arg-type]  # not an event class
+
+
+def test_an_opaque_type_is_filtered_by_its_tag(store: SessionStoreProtocol, tmp_path: Path) -> None:
+    log = tmp_path / "opaque.jsonl"
+    header = {"type": "session", "version": 0, "id": "opaque-1", "createdAt": 1}
+    lines = [header, {"type": "goal/set", "seq": 0, "time": 2, "data": {"goal": "g"}}]
+    log.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    session = import_jsonl(store, log).id
+    [goal] = store.events(session, types=("goal/set",))
+    assert goal.type == "goal/set"
+    assert list(store.events(session, types=(TurnEnd,))) == []
+
+
+def test_each_event_class_names_its_tag() -> None:
+    assert TurnEnd.TAG == "turn/end"
+    assert all(tag == cls.TAG for tag, cls in EVENT_TYPES.items())
+    assert event_tags((TurnEnd, "goal/set")) == ("turn/end", "goal/set")
+    assert event_tags(None) is None
