@@ -7,7 +7,7 @@ import os
 
 from dsh.plugins.llm_openai import Config as LiveConfig
 
-from ._scenario import LIVE_TRANSPORT, Scenario, live_deployment
+from ._scenario import Scenario, is_live_transport, live_deployment
 
 __all__ = ["missing_key"]
 
@@ -19,7 +19,7 @@ def missing_key(scenario: Scenario) -> str | None:
     routes = [
         route
         for entry in deployment.plugins
-        if entry.plugin.name == LIVE_TRANSPORT and isinstance(entry.config, LiveConfig)
+        if is_live_transport(entry) and isinstance(entry.config, LiveConfig)
         for route in entry.config.providers
     ]
     wanted = scenario.doc.provider or deployment.provider

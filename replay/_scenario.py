@@ -12,6 +12,7 @@ import msgspec
 import yaml
 
 from dsh.runtime.kernel import Deployment, PluginEntry, decode_plugin_config, load_deployment, load_yaml
+from dsh.runtime.llm import wire_transport
 
 from ._authored import ScriptedConfig, scripted_plugin
 from ._errors import ScriptError
@@ -30,6 +31,7 @@ __all__ = [
     "ScenarioDoc",
     "SteerDoc",
     "discover",
+    "is_live_transport",
     "live_deployment",
     "load_scenario",
     "replay_deployment",
@@ -39,8 +41,6 @@ __all__ = [
 
 WORKSPACE_DIR = "workspace"
 DEFAULT_DEPLOYMENT = Path(__file__).with_name("default-deployment.yml")
-LIVE_TRANSPORT = "llm_openai"
-"""The live transport a replay stands in for, by its declared plugin name (whatever `use:` spelled it)."""
 RETRY = "retry"
 """The retry plugin whose waits a replay zeroes, by its declared name."""
 TITLES = "titles"
@@ -183,14 +183,25 @@ def live_deployment(scenario: Scenario) -> Deployment:
     return Deployment(deployment.path, tuple(entries), deployment.model, deployment.provider)
 
 
+def is_live_transport(entry: PluginEntry) -> bool:
+    """Whether `entry` loads a live model transport: a plugin that declares a wire transport (dsh.runtime.llm's
+    `declare_wire_transport`), which a replay stands in for."""
+    return wire_transport(entry.plugin) is not None
+
+
+def _no_transport(deployment: Deployment, place: object, role: str) -> ScriptError:
+    return ScriptError(
+        f"the deployment {deployment.path} loads no live model transport (a plugin that declares a wire "
+        f"transport, such as llm_openai) for {role}",
+        place=str(place),
+    )
+
+
 def _swap_transport(scenario: Scenario | Path, deployment: Deployment, entry: PluginEntry) -> Deployment:
-    if not any(e.plugin.name == LIVE_TRANSPORT for e in deployment.plugins):
+    if not any(is_live_transport(e) for e in deployment.plugins):
         place = scenario if isinstance(scenario, Path) else scenario.directory or scenario.log
-        raise ScriptError(
-            f"the deployment {deployment.path} loads no live transport (the {LIVE_TRANSPORT} plugin) to stand in for",
-            place=str(place),
-        )
-    swapped = tuple(entry if e.plugin.name == LIVE_TRANSPORT else e for e in deployment.plugins)
+        raise _no_transport(deployment, place, "the replay to stand in for")
+    swapped = tuple(entry if is_live_transport(e) else e for e in deployment.plugins)
     return Deployment(deployment.path, swapped, deployment.model, deployment.provider)
 
 
@@ -224,10 +235,10 @@ def with_replay(deployment: Deployment | None, log: Path, provider: str | None =
         deployment = load_deployment(DEFAULT_DEPLOYMENT)
     recorded, model = _first_route(log)
     routes = dict.fromkeys(
-        route.id
+        route
         for entry in deployment.plugins
-        if entry.plugin.name == LIVE_TRANSPORT
-        for route in getattr(entry.config, "providers", ())
+        if (transport := wire_transport(entry.plugin)) is not None
+        for route in transport.routes(entry.config)
     )
     agent_provider = provider or deployment.provider or recorded or DEFAULT_PROVIDER
     routes[agent_provider] = None
@@ -253,18 +264,14 @@ def replay_deployment(scenario: Scenario, *, pace_ms: float = 0.0) -> Deployment
     )
     entries: list[PluginEntry] = []
     for entry in deployment.plugins:
-        if entry.plugin.name == LIVE_TRANSPORT:
+        if is_live_transport(entry):
             entries.append(replay)
         elif entry.plugin.name == RETRY and entry.id not in scenario.doc.overlay:
             entries.append(_overlaid(entry, {"base_delay_ms": 0, "max_delay_ms": 0}))
         else:
             entries.append(entry)
     if replay not in entries:
-        raise ScriptError(
-            f"the deployment {deployment.path} loads no live transport (the {LIVE_TRANSPORT} plugin) for the replay plugin "
-            "to stand in for",
-            place=str(source),
-        )
+        raise _no_transport(deployment, source, "the replay plugin to stand in for")
     return Deployment(
         deployment.path, _replayable(tuple(entries), Path(source)), deployment.model, deployment.provider
     )
