@@ -373,12 +373,18 @@ def _logs(
 
 
 async def rerun(
-    source: Scenario, *, workspace: Path | None = None, pace_ms: float = 0.0, echo: Console | None = None
+    source: Scenario,
+    *,
+    workspace: Path | None = None,
+    pace_ms: float = 0.0,
+    echo: Console | None = None,
+    wire: bool = False,
 ) -> Rerun:
-    """Replay `source` through the real loop and compare its skeleton with the recording's (see the module)."""
+    """Replay `source` through the real loop and compare its skeleton with the recording's (see the module); with
+    `wire`, through the deployment's real model adapter (replay/_wire.py)."""
     recording = load_recording(source.directory or source.log)
     recorded_logs = [read_log(source.log), *(read_log(p) for p in _children(source))]
-    deployment = replay_deployment(source, pace_ms=pace_ms)
+    deployment = replay_deployment(source, pace_ms=pace_ms, wire=wire)
     with _workspace(source, workspace) as (live, store):
         try:
             sessions, view = await _drive(

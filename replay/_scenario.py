@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 import yaml
@@ -30,6 +30,7 @@ __all__ = [
     "Scenario",
     "ScenarioDoc",
     "SteerDoc",
+    "Transport",
     "discover",
     "is_live_transport",
     "live_deployment",
@@ -38,6 +39,9 @@ __all__ = [
     "scripted_deployment",
     "with_replay",
 ]
+
+Transport = Literal["chunks", "wire"]
+"""How a replay serves the recorded model calls: as chunks in place of the transport, or on the wire to the real one."""
 
 WORKSPACE_DIR = "workspace"
 DEFAULT_DEPLOYMENT = Path(__file__).with_name("default-deployment.yml")
@@ -85,7 +89,12 @@ class ScenarioDoc(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     has no entry for turn N. `woken_turns`: turns no user input opens, which the agent's inbox starts (a background
     child's settlement notice); `inputs` has no entry for them either. A re-run of a recording that logged its
     inbox feeds the input as the log has it. `hooks`: `live` (the workspace's hooks run, the default) or `recorded`
-    (each hook run is served the recorded outcome); approvals are always decided by the recording."""
+    (each hook run is served the recorded outcome); approvals are always decided by the recording. `transport`:
+    `chunks` (the recorded chunks stand in for the model transport) or `wire` (they are served as the provider's wire
+    format to the deployment's real adapter; see replay/_wire.py); unset: chunks, or wire when the run asks for it
+    (`dsh replay --wire`, the `dsh_wire_replay` ini option). `chunks` pins a recording the real adapter cannot send
+    (an image held by a reference to another harness's attachment store). `prompt_golden`: keep the third
+    golden, the system prompts and tool schemas the run sent (default: the `dsh_prompt_goldens` ini option)."""
 
     description: str = ""
     deployment: str | None = None
@@ -99,6 +108,8 @@ class ScenarioDoc(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     left_queued: dict[int, str] = msgspec.field(default_factory=dict)
     woken_turns: list[int] = msgspec.field(default_factory=list)
     hooks: HookMode = "live"
+    transport: Transport | None = None
+    prompt_golden: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -250,21 +261,34 @@ def with_replay(deployment: Deployment | None, log: Path, provider: str | None =
     )
 
 
-def replay_deployment(scenario: Scenario, *, pace_ms: float = 0.0) -> Deployment:
+def _on_wire(pinned: Transport | None, asked: bool) -> bool:
+    return pinned == "wire" or (asked and pinned is None)
+
+
+def replay_deployment(scenario: Scenario, *, pace_ms: float = 0.0, wire: bool = False) -> Deployment:
     """The scenario's deployment with the live transport swapped for the replay plugin serving its recording, and
-    retry waits set to zero (time in a replay is not real; the overlay may set them back)."""
+    retry waits set to zero (time in a replay is not real; the overlay may set them back). With `wire` (or the
+    scenario's `transport: wire`), the replay plugin serves the recording on the wire to the transport's real
+    adapter (replay/_wire.py)."""
     deployment = live_deployment(scenario)
     source = scenario.directory or scenario.log
-    replay = PluginEntry(
-        "replay",
-        "replay",
-        replay_plugin,
-        ReplayConfig(log=str(source), pace_ms=pace_ms, tools=scenario.doc.tools, hooks=scenario.doc.hooks),
-        None,
+    config = ReplayConfig(
+        log=str(source), pace_ms=pace_ms, tools=scenario.doc.tools, hooks=scenario.doc.hooks
     )
+    replay = PluginEntry("replay", "replay", replay_plugin, config, None)
     entries: list[PluginEntry] = []
     for entry in deployment.plugins:
-        if is_live_transport(entry):
+        transport = wire_transport(entry.plugin)
+        if transport is not None and replay in entries:
+            continue  # one replay plugin serves every route of the recording
+        if transport is not None and _on_wire(scenario.doc.transport, wire):
+            from ._wire import wire_replay_plugin
+
+            replay = PluginEntry(
+                "replay", "replay", wire_replay_plugin(transport, entry.config), config, None
+            )
+            entries.append(replay)
+        elif transport is not None:
             entries.append(replay)
         elif entry.plugin.name == RETRY and entry.id not in scenario.doc.overlay:
             entries.append(_overlaid(entry, {"base_delay_ms": 0, "max_delay_ms": 0}))

@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-from dsh.runtime.kernel import Context, Plugin
 import msgspec
 
+from dsh.runtime.kernel import Context, Plugin
 from dsh.runtime.llm import LLM, OPENAI_CHAT, LlmAdapter, WireTransport, declare_wire_transport
 from dsh.runtime.tools import TOOL_ENV
 
@@ -42,9 +42,9 @@ def _routes(config: Config) -> tuple[str, ...]:
 def _pointed_at(config: Config, provider: str, base_url: str, api_key: str) -> LlmAdapter:
     route = next((r for r in config.providers if r.id == provider), None)
     if route is None:
-        first = config.providers[0] if config.providers else ProviderConfig(id=provider, base_url=base_url)
-        route = msgspec.structs.replace(first, id=provider, models=(), context_windows={})
-    route = msgspec.structs.replace(route, base_url=base_url)
+        route = config.providers[0] if config.providers else ProviderConfig(id=provider, base_url=base_url)
+    # the recorded model is served whatever the route lists (its `models` guard a live deployment against a typo)
+    route = msgspec.structs.replace(route, id=provider, base_url=base_url, models=(), context_windows={})
     env = {} if route.api_key_env is None else {route.api_key_env: api_key}
     return OpenAICompatibleAdapter(route, env=env)
 

@@ -28,7 +28,7 @@ and `[DONE]`, failures as an HTTP status with `{"error": {...}}` or an error obj
 class WireTransport(Generic[C]):
     """`plugin` speaks `format`. `routes(config)`: the provider ids a config of it registers. `pointed_at(config,
     provider, base_url, api_key)`: a real adapter of route `provider` (for an id the config has no route for: its
-    first route under that id, serving any model) sending to `base_url` with `api_key` as its credential."""
+    first route under that id), serving any model, sending to `base_url` with `api_key` as its credential."""
 
     plugin: Plugin[C]
     format: str
