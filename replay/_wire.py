@@ -289,7 +289,8 @@ class WireServer:
 
 
 class _Fold:
-    """What a stream has said so far: its blocks (kind, id, name, text) by index, its usage and its finish."""
+    """What a stream has said so far: per block index its kind, id, name, the text its deltas streamed (a block
+    ended with no delta counts as streamed whole) and the text it ended with; its usage and its finish."""
 
     __slots__ = ("blocks", "finish", "usage")
 
@@ -298,28 +299,34 @@ class _Fold:
         self.usage: Any = None
         self.finish: tuple[str, str | None] | None = None
 
+    def _block(self, index: int, kind: str) -> list[Any]:
+        return self.blocks.setdefault(index, [kind, None, None, "", None, False])
+
     def feed(self, chunk: StreamChunk) -> None:
         if isinstance(chunk, BlockStart):
-            self.blocks.setdefault(chunk.index, [chunk.block_type, None, None, ""])
+            self._block(chunk.index, chunk.block_type)
         elif isinstance(chunk, TextDelta | ReasoningDelta):
-            kind = "text" if isinstance(chunk, TextDelta) else "reasoning"
-            self.blocks.setdefault(chunk.index, [kind, None, None, ""])[3] += chunk.text
+            block = self._block(chunk.index, "text" if isinstance(chunk, TextDelta) else "reasoning")
+            block[3] += chunk.text
+            block[5] = True
         elif isinstance(chunk, ToolCallDelta):
-            block = self.blocks.setdefault(chunk.index, ["tool-call", None, None, ""])
+            block = self._block(chunk.index, "tool-call")
             block[1] = block[1] or chunk.id
             block[2] = block[2] or chunk.name
             block[3] += chunk.arguments_delta
+            block[5] = True
         elif isinstance(chunk, BlockEnd):
             done = chunk.block
+            text = done.arguments if isinstance(done, ToolCallBlock) else getattr(done, "text", "")
+            kind = {ToolCallBlock: "tool-call", TextBlock: "text", ReasoningBlock: "reasoning"}.get(
+                type(done), ""
+            )
+            block = self._block(chunk.index, kind)
             if isinstance(done, ToolCallBlock):
-                self.blocks[chunk.index] = ["tool-call", done.id, done.name, done.arguments]
-            elif isinstance(done, TextBlock | ReasoningBlock):
-                self.blocks[chunk.index] = [
-                    "text" if isinstance(done, TextBlock) else "reasoning",
-                    None,
-                    None,
-                    done.text,
-                ]
+                block[1], block[2] = done.id, done.name
+            if not block[5]:
+                block[3] = text
+            block[4] = text
         elif isinstance(chunk, UsageChunk):
             self.usage = chunk.usage
         elif isinstance(chunk, Finish):
@@ -330,7 +337,10 @@ class _Fold:
             )
 
     def state(self) -> tuple[Any, ...]:
-        return (tuple((i, *b) for i, b in sorted(self.blocks.items())), self.usage, self.finish)
+        """What must agree with the recording: the text a block ended with is not compared (a stream the provider
+        cut off leaves a block the recording never ended, which the adapter ends at `[DONE]`), what it streamed is."""
+        blocks = tuple((i, *block[:4]) for i, block in sorted(self.blocks.items()))
+        return (blocks, self.usage, self.finish)
 
 
 def _states(chunks: tuple[StreamChunk, ...]) -> list[tuple[Any, ...]]:
@@ -422,8 +432,12 @@ class WireAdapter:
                         for kept in recorded[released:reached]:
                             yield kept
                         released = reached
-                except LlmCallError as error:
-                    failure = error.failure
+                except Exception as error:  # any failure of the adapter is judged against the recording
+                    failure = (
+                        error.failure
+                        if isinstance(error, LlmCallError)
+                        else LlmFailure(message=f"{type(error).__name__}: {error}", code="UNKNOWN")
+                    )
                     if call.problems or not call.received:
                         raise self._request_divergence(request, entry, call, failure) from None
                     expected = thrown or _recorded_failure(recorded)
