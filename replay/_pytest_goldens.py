@@ -35,9 +35,9 @@ class UnseenTools:
         if report.when != "call":
             return
         for name, tools in report.user_properties:
-            if name == UNSEEN_PROPERTY:
+            if name == UNSEEN_PROPERTY and isinstance(tools, list | tuple):
                 for tool in tools:
-                    self.unseen.setdefault(tool, []).append(report.nodeid.rsplit("::", 1)[0])
+                    self.unseen.setdefault(str(tool), []).append(report.nodeid.rsplit("::", 1)[0])
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         from ._prompts import unseen_note

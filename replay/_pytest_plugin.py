@@ -235,7 +235,7 @@ class ScenarioItem(pytest.Function):
         from ._rerun import golden_jsonl, rerun
         from ._scenario import load_scenario
 
-        goldens = GOLDENS
+        goldens: tuple[str, ...] = GOLDENS
         try:
             scenario = in_project(load_scenario(self.directory), self.config.rootpath)
             if with_prompt_golden(scenario, self.config.getini(PROMPT_INI)):

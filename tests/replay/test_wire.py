@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,8 @@ import pytest
 
 import dsh.plugins.llm_openai._adapter as openai_adapter
 import dsh.plugins.llm_openai._mapping as openai_mapping
+from dsh.plugins.llm_openai._errors import failure_from_response, failure_from_stream_error
+from dsh.plugins.llm_openai._wire import build_body
 from dsh.replay import Rerun, Scenario, golden_jsonl, load_scenario, rerun
 from dsh.replay._scenario import DEFAULT_DEPLOYMENT, discover
 from dsh.replay._wire import WireServer, request_problems
@@ -23,6 +26,7 @@ from dsh.runtime.llm import CallConfig, LlmRequest, TokenUsage, ToolSpec
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"
 SCENARIOS = discover(FIXTURES)
+ADAPTER = "dsh.plugins.llm_openai._adapter"
 
 
 def replayed(scenario: Scenario, *, wire: bool) -> Rerun:
@@ -62,14 +66,14 @@ def test_a_recording_the_adapter_cannot_send_is_pinned_to_chunks_and_fails_on_th
 def test_a_request_builder_that_drops_the_tools_fails_wire_replay_only(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    build = openai_adapter.build_body
+    build = build_body
 
     def without_tools(request: LlmRequest) -> dict[str, Any]:
         body = build(request)
         body.pop("tools", None)
         return body
 
-    monkeypatch.setattr(openai_adapter, "build_body", without_tools)
+    monkeypatch.setattr(f"{ADAPTER}.build_body", without_tools)
     scenario = load_scenario(FIXTURES / "harness" / "tool-call-turn")
     assert replayed(scenario, wire=False).divergence is None
     divergence = replayed(scenario, wire=True).divergence
@@ -81,7 +85,7 @@ def test_a_request_builder_that_drops_the_tools_fails_wire_replay_only(
 def test_a_request_builder_that_sends_two_assistant_turns_in_a_row_fails_wire_replay_only(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    build = openai_adapter.build_body
+    build = build_body
 
     def doubled(request: LlmRequest) -> dict[str, Any]:
         body = build(request)
@@ -91,7 +95,7 @@ def test_a_request_builder_that_sends_two_assistant_turns_in_a_row_fails_wire_re
             body["messages"].append(dict(assistants[-1], tool_calls=[]))
         return body
 
-    monkeypatch.setattr(openai_adapter, "build_body", doubled)
+    monkeypatch.setattr(f"{ADAPTER}.build_body", doubled)
     scenario = load_scenario(FIXTURES / "harness" / "multi-turn")
     assert replayed(scenario, wire=False).divergence is None
     divergence = replayed(scenario, wire=True).divergence
@@ -134,11 +138,26 @@ def test_a_stub_adapter_that_raises_fails_wire_replay_only(monkeypatch: pytest.M
         yield  # an async generator, as the real one
 
     monkeypatch.setattr(openai_adapter.OpenAICompatibleAdapter, "stream", stub)
+    running: list[WireServer] = []
+    start, stop = WireServer.start, WireServer.stop
+
+    def started(self: WireServer) -> WireServer:
+        running.append(self)
+        return start(self)
+
+    def stopped(self: WireServer) -> None:
+        running.remove(self)
+        stop(self)
+
+    monkeypatch.setattr(WireServer, "start", started)
+    monkeypatch.setattr(WireServer, "stop", stopped)
     scenario = load_scenario(FIXTURES / "harness" / "text-turn")
     assert replayed(scenario, wire=False).divergence is None
     divergence = replayed(scenario, wire=True).divergence
     assert divergence is not None
     assert "the adapter sent no request to the provider" in divergence
+    assert "RuntimeError: not implemented" in divergence
+    assert running == []  # the failed replay stopped its server
 
 
 # -- recorded failures, served as the provider sends them --------------------------------------------------
@@ -160,13 +179,13 @@ def test_a_recorded_429_is_served_as_http_429_and_retried(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     statuses: list[int] = []
-    answer = openai_adapter.failure_from_response
+    answer = failure_from_response
 
     def spy(**kwargs: Any) -> Any:
         statuses.append(kwargs["status"])
         return answer(**kwargs)
 
-    monkeypatch.setattr(openai_adapter, "failure_from_response", spy)
+    monkeypatch.setattr(f"{ADAPTER}.failure_from_response", spy)
     throw = {
         "op": "throw",
         "turn": 1,
@@ -188,13 +207,13 @@ def test_a_recorded_mid_stream_error_is_served_in_the_stream_and_retried(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     errors: list[Any] = []
-    mapped = openai_mapping.failure_from_stream_error
+    mapped = failure_from_stream_error
 
     def spy(error: Any, **kwargs: Any) -> Any:
         errors.append(error)
         return mapped(error, **kwargs)
 
-    monkeypatch.setattr(openai_mapping, "failure_from_stream_error", spy)
+    monkeypatch.setattr("dsh.plugins.llm_openai._mapping.failure_from_stream_error", spy)
     failure = {"message": "upstream overloaded", "code": "SERVER"}
     partial = [
         {"type": "block-start", "index": 0, "blockType": "text"},
@@ -324,7 +343,6 @@ def test_the_server_listens_on_loopback_and_stops() -> None:
     server = WireServer().start()
     assert server.url.startswith("http://127.0.0.1:")
     server.stop()
-    with pytest.raises(OSError):
-        import socket
-
-        socket.create_connection(("127.0.0.1", int(server.url.rsplit(":", 1)[1])), timeout=1).close()
+    port = int(server.url.rsplit(":", 1)[1])
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", port), timeout=1)
