@@ -418,7 +418,7 @@ class WireAdapter:
                 try:
                     while True:
                         if released == len(recorded) and isinstance(end, Hang):
-                            await self._hang(answer, end, cwd)
+                            await self._hang(request, call, answer, end, cwd)
                             return
                         try:
                             chunk = await anext(answer)
@@ -479,17 +479,31 @@ class WireAdapter:
             request, entry, "the request differs from what the provider accepts: " + "; ".join(call.problems)
         )
 
-    @staticmethod
-    async def _hang(answer: AsyncIterator[StreamChunk], end: Hang, cwd: str | None) -> None:
-        """The recorded answer was cut off here: the adapter waits on the open stream while the hang holds."""
+    async def _hang(
+        self, request: LlmRequest, call: _Call, answer: AsyncIterator[StreamChunk], end: Hang, cwd: str | None
+    ) -> None:
+        """The recorded answer was cut off here: the adapter waits on the open stream while the hang holds. An
+        adapter that fails meanwhile (its request refused, the stream misread) ends the hang as a divergence."""
+        failed: list[Exception] = []
 
-        async def drain() -> None:
-            async for _ in answer:
-                pass
+        async def drain(scope: anyio.CancelScope) -> None:
+            try:
+                async for _ in answer:
+                    pass
+            except Exception as error:  # judged below, outside the task group
+                failed.append(error)
+                scope.cancel()
 
         async with anyio.create_task_group() as group:
-            group.start_soon(drain)
+            group.start_soon(drain, group.cancel_scope)
             await hang(end, cwd)
+        if failed:
+            error = failed[0]
+            failure = error.failure if isinstance(error, LlmCallError) else None
+            if call.problems or not call.received:
+                raise self._request_divergence(request, call.entry, call, failure)
+            said = f"{type(error).__name__}: {error}"
+            raise self._diverged(request, call.entry, f"the adapter failed ({said}) where the recording hung")
 
 
 def _recorded_failure(chunks: tuple[StreamChunk, ...]) -> LlmFailure | None:

@@ -346,3 +346,15 @@ def test_the_server_listens_on_loopback_and_stops() -> None:
     port = int(server.url.rsplit(":", 1)[1])
     with pytest.raises(ConnectionRefusedError):
         socket.create_connection(("127.0.0.1", port), timeout=1)
+
+
+def test_a_refused_request_ends_a_recorded_hang_as_a_divergence(monkeypatch: pytest.MonkeyPatch) -> None:
+    def renamed(request: LlmRequest) -> dict[str, Any]:
+        return build_body(request) | {"model": "another-model"}
+
+    monkeypatch.setattr(f"{ADAPTER}.build_body", renamed)
+    scenario = load_scenario(FIXTURES / "harness" / "cancel")
+    assert replayed(scenario, wire=False).divergence is None
+    divergence = replayed(scenario, wire=True).divergence
+    assert divergence is not None
+    assert "model is 'another-model' where the agent asked for" in divergence
