@@ -49,4 +49,8 @@ def _pointed_at(config: Config, provider: str, base_url: str, api_key: str) -> L
     return OpenAICompatibleAdapter(route, env=env)
 
 
-wire = declare_wire_transport(WireTransport(plugin, OPENAI_CHAT, _routes, _pointed_at))
+def _key_env(config: Config, provider: str) -> str | None:
+    return next((route.api_key_env for route in config.providers if route.id == provider), None)
+
+
+wire = declare_wire_transport(WireTransport(plugin, OPENAI_CHAT, _routes, _pointed_at, _key_env))

@@ -28,12 +28,15 @@ and `[DONE]`, failures as an HTTP status with `{"error": {...}}` or an error obj
 class WireTransport(Generic[C]):
     """`plugin` speaks `format`. `routes(config)`: the provider ids a config of it registers. `pointed_at(config,
     provider, base_url, api_key)`: a real adapter of route `provider` (for an id the config has no route for: its
-    first route under that id), serving any model, sending to `base_url` with `api_key` as its credential."""
+    first route under that id), serving any model, sending to `base_url` with `api_key` as its credential.
+    `key_env(config, provider)`: the environment variable route `provider` reads its key from (None: it needs
+    none), which recording against the live model checks first."""
 
     plugin: Plugin[C]
     format: str
     routes: Callable[[C], tuple[str, ...]]
     pointed_at: Callable[[C, str, str, str], LlmAdapter]
+    key_env: Callable[[C, str], str | None]
 
 
 _DECLARED: dict[Plugin[Any], WireTransport[Any]] = {}
