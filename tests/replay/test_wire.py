@@ -358,3 +358,25 @@ def test_a_refused_request_ends_a_recorded_hang_as_a_divergence(monkeypatch: pyt
     divergence = replayed(scenario, wire=True).divergence
     assert divergence is not None
     assert "model is 'another-model' where the agent asked for" in divergence
+
+
+def test_dsh_replay_wire_runs_the_real_adapter(monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from dsh.replay import replay_app
+
+    scenario = str(FIXTURES / "harness" / "tool-call-turn")
+    runner = CliRunner()
+    matched = runner.invoke(replay_app, ["run", scenario, "--wire", "--quiet"], catch_exceptions=False)
+    assert matched.exit_code == 0, matched.output
+    assert "matches the recording" in matched.output
+
+    async def stub(self: Any, request: LlmRequest) -> Any:
+        raise RuntimeError("stub")
+        yield
+
+    monkeypatch.setattr(openai_adapter.OpenAICompatibleAdapter, "stream", stub)
+    assert runner.invoke(replay_app, ["run", scenario, "--quiet"], catch_exceptions=False).exit_code == 0
+    diverged = runner.invoke(replay_app, ["run", scenario, "--wire", "--quiet"], catch_exceptions=False)
+    assert diverged.exit_code == 1
+    assert "wire call (1,1,1)" in diverged.output
