@@ -40,10 +40,10 @@ class UnseenTools:
                     self.unseen.setdefault(str(tool), []).append(report.nodeid.rsplit("::", 1)[0])
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        from ._prompts import unseen_note
-
         if not self.unseen:
             return
+        from ._prompts import unseen_note  # the replay machinery: only once a run found something to report
+
         terminalreporter.section("dsh: stale recordings")
         for tool, where in sorted(self.unseen.items()):
             shown = ", ".join(where[:3]) + (f" and {len(where) - 3} more" if len(where) > 3 else "")

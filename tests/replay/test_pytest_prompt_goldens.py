@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from dsh.plugins.llm_openai import OpenAICompatibleAdapter
 from tests.replay.test_pytest_plugin import _not_a_worker, goldened, project, recorded, run
 
 pytest_plugins = ["pytester"]
@@ -59,19 +60,24 @@ def test_a_scenario_opts_in_alone(goldened: Path, pytester: pytest.Pytester) -> 
 def test_the_wire_ini_option_replays_through_the_real_adapter(
     goldened: Path, pytester: pytest.Pytester
 ) -> None:
+    real = OpenAICompatibleAdapter.stream
     _ini(goldened, "dsh_wire_replay = true")
     run(pytester).assert_outcomes(passed=2)
     # a stub adapter that raises passes chunk replay and fails wire replay
     (goldened / "conftest.py").write_text(
-        "import dsh.plugins.llm_openai._adapter as adapter\n\n"
+        "import pytest\n\n"
+        "import dsh.plugins.llm_openai._adapter as adapter\n\n\n"
         "async def _stub(self, request):\n"
         "    raise RuntimeError('stub')\n"
-        "    yield\n\n"
-        "adapter.OpenAICompatibleAdapter.stream = _stub\n"
+        "    yield\n\n\n"
+        "@pytest.fixture(autouse=True)\n"
+        "def _stub_adapter(monkeypatch):\n"
+        "    monkeypatch.setattr(adapter.OpenAICompatibleAdapter, 'stream', _stub)\n"
     )
     failed = run(pytester)
     failed.assert_outcomes(failed=2)
     failed.stdout.fnmatch_lines(["*wire call (1,1,1)*the adapter sent no request*"])
+    assert OpenAICompatibleAdapter.stream is real  # the stub did not outlive the inner run
 
 
 def test_a_tool_added_after_recording_is_reported_once(goldened: Path, pytester: pytest.Pytester) -> None:
