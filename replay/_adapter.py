@@ -29,7 +29,16 @@ from pathlib import Path
 
 import anyio
 
-from dsh.runtime.llm import CallKey, LlmCallError, LlmFailure, LlmRequest, StreamChunk
+from dsh.runtime.llm import (
+    BlockEnd,
+    CallKey,
+    LlmCallError,
+    LlmFailure,
+    LlmRequest,
+    StreamChunk,
+    ToolCallBlock,
+    ToolCallDelta,
+)
 from dsh.runtime.session import SessionInfo, SessionStoreProtocol
 
 from ._errors import RecordingEnded, ReplayMismatch, format_call
@@ -37,7 +46,7 @@ from ._placeholders import PlaceholderError, from_request, with_cwd
 from ._recording import Recording
 from ._script import Hang, Script, ScriptEntry, Throw
 
-__all__ = ["ReplayAdapter", "SessionLookup"]
+__all__ = ["ReplayAdapter", "SessionLookup", "called_tools", "hang"]
 
 SessionLookup = Callable[[str], SessionInfo]
 
@@ -255,14 +264,15 @@ class ReplayAdapter:
         """The window the recording's `request/context` stated for (`provider`, `model`); None when it stated none."""
         return self.recording.context_window(provider, model)
 
-    async def stream(self, request: LlmRequest) -> AsyncIterator[StreamChunk]:
-        """The recorded chunks of `request.call` in `request.session_id`'s log; then the override's ending, if any."""
+    def claim(self, request: LlmRequest) -> tuple[str | None, ScriptEntry, tuple[StreamChunk, ...]]:
+        """Serve `request` the entry recorded for it: the session's cwd, the entry, and its chunks with placeholders
+        resolved against the live request. Raises (and keeps) a `ReplayMismatch` when nothing is recorded for it."""
         log, entry = self._claim(request)
+        asked = f"call {format_call(request.call)} of live session {request.session_id!r}"
         chunks = entry.chunks if log.cwd is None else with_cwd(entry.chunks, log.cwd)
         try:
-            chunks = from_request(chunks, request.messages)
+            return log.cwd, entry, from_request(chunks, request.messages)
         except PlaceholderError as error:
-            asked = f"call {format_call(request.call)} of live session {request.session_id!r}"
             raise self._mismatch(
                 ReplayMismatch(
                     f"replay mismatch: {asked}: {entry.describe()}: {error.reason}",
@@ -273,6 +283,10 @@ class ReplayAdapter:
                     asked=asked,
                 )
             ) from None
+
+    async def stream(self, request: LlmRequest) -> AsyncIterator[StreamChunk]:
+        """The recorded chunks of `request.call` in `request.session_id`'s log; then the override's ending, if any."""
+        cwd, entry, chunks = self.claim(request)
         for chunk in chunks:
             if self._pace:
                 await anyio.sleep(self._pace)
@@ -280,19 +294,7 @@ class ReplayAdapter:
         if isinstance(entry.end, Throw):
             raise LlmCallError(LlmFailure(message=entry.end.message, code=entry.end.code))
         if isinstance(entry.end, Hang):
-            name = entry.end.ready_file
-            if name is None:
-                await anyio.sleep_forever()
-                return
-            ready = Path(log.cwd or Path.cwd()) / name
-            made = not ready.exists()
-            await anyio.Path(ready.parent).mkdir(parents=True, exist_ok=True)
-            await anyio.Path(ready).touch()
-            try:
-                await anyio.sleep_forever()
-            finally:
-                if made:  # the hang is over: the workspace is left as it was (a chat's cwd is the user's)
-                    ready.unlink(missing_ok=True)
+            await hang(entry.end, cwd)
 
     # ------------------------------------------------------------ the end of a run
 
@@ -326,3 +328,32 @@ class ReplayAdapter:
                 recorded=entry.describe(),
                 asked=_asked(log.asked),
             )
+
+
+async def hang(end: Hang, cwd: str | None) -> None:
+    """A hang override's ending: touch its ready file (in the session's `cwd`) and wait until cancelled; the file is
+    removed when the hang is over, so the workspace is left as it was (a chat's cwd is the user's)."""
+    name = end.ready_file
+    if name is None:
+        await anyio.sleep_forever()
+        return
+    ready = Path(cwd or Path.cwd()) / name
+    made = not ready.exists()
+    await anyio.Path(ready.parent).mkdir(parents=True, exist_ok=True)
+    await anyio.Path(ready).touch()
+    try:
+        await anyio.sleep_forever()
+    finally:
+        if made:  # the hang is over: the workspace is left as it was (a chat's cwd is the user's)
+            ready.unlink(missing_ok=True)
+
+
+def called_tools(chunks: tuple[StreamChunk, ...]) -> list[str]:
+    """The names of the tools `chunks` call, in order, each once."""
+    names: dict[str, None] = {}
+    for chunk in chunks:
+        if isinstance(chunk, ToolCallDelta) and chunk.name:
+            names[chunk.name] = None
+        elif isinstance(chunk, BlockEnd) and isinstance(chunk.block, ToolCallBlock):
+            names[chunk.block.name] = None
+    return list(names)

@@ -67,6 +67,7 @@ class Outcome:
     tally: Tally | None
     divergence: str | None = None
     error: str | None = None
+    unseen_tools: tuple[str, ...] = ()
 
     @property
     def result(self) -> Result:
@@ -127,7 +128,12 @@ class Report:
 
 
 async def replay_all(
-    scenarios: Sequence[Scenario], report: Report, *, pace_ms: float = 0.0, echo: Console | None = None
+    scenarios: Sequence[Scenario],
+    report: Report,
+    *,
+    pace_ms: float = 0.0,
+    echo: Console | None = None,
+    wire: bool = False,
 ) -> list[Outcome]:
     """Re-run each scenario in turn (each in its own scratch workspace and store). A scenario that cannot be
     replayed (its fixture is bad: a `DshError`) is an outcome like a divergence, so one bad fixture does not hide
@@ -139,11 +145,13 @@ async def replay_all(
         if echo is not None:
             echo.rule(scenario.name)
         try:
-            result = await rerun(scenario, pace_ms=pace_ms, echo=echo)
+            result = await rerun(scenario, pace_ms=pace_ms, echo=echo, wire=wire)
         except DshError as error:  # reported as this scenario's outcome, and in the exit status
             outcome = Outcome(scenario.name, None, error=str(error))
         else:
-            outcome = Outcome(scenario.name, tally(result), divergence=result.divergence)
+            outcome = Outcome(
+                scenario.name, tally(result), divergence=result.divergence, unseen_tools=result.unseen_tools
+            )
         report.finish(outcome)
         outcomes.append(outcome)
     return outcomes

@@ -33,6 +33,7 @@ from dsh.runtime.llm import (
 from ._batch import Report, holds_many, replay_all, summary_table, tally
 from ._errors import RecordingFailed, ScriptError
 from ._goldens import compare_goldens
+from ._prompts import unseen_note
 from ._recording import ROOT_LOG, Recording, child_logs, load_recording, stored_recording
 from ._report import write_scenario
 from ._rerun import Rerun, record, rerun
@@ -252,6 +253,14 @@ def run(
             help="Read LOG as a session id of this store (a SQLite file or a postgresql:// URL), its children too.",
         ),
     ] = None,
+    wire: Annotated[
+        bool,
+        typer.Option(
+            "--wire",
+            help="Serve the recorded model calls on the provider's wire format to the deployment's real adapter "
+            "(a local server), so request building and stream parsing run too.",
+        ),
+    ] = False,
 ) -> None:
     """Re-run a recording: its user messages drive the real loop, its model calls are served from the log, its
     tools run live in a copy of the workspace; exits 1 at the first divergence from the recording.
@@ -268,7 +277,7 @@ def run(
                 raise typer.BadParameter(
                     "applies to one scenario; replay a scenario directory to use it", param_hint=name
                 )
-        _run_many(log, pace=pace, show=quiet is False)
+        _run_many(log, pace=pace, show=quiet is False, wire=wire)
         return
     console = Console(stderr=True)
     with TemporaryDirectory(prefix="dsh-replay-") as exported:
@@ -278,13 +287,18 @@ def run(
         console.print(f"[bold]replaying[/] {log}", highlight=False)
         result = anyio.run(
             lambda: rerun(
-                scenario, workspace=workspace, pace_ms=pace, echo=None if quiet else Console(soft_wrap=True)
+                scenario,
+                workspace=workspace,
+                pace_ms=pace,
+                echo=None if quiet else Console(soft_wrap=True),
+                wire=wire,
             )
         )
     if out is not None and result.logs:
         out.write_bytes(result.logs[0][1])
         for number, (_, data) in enumerate(result.logs[1:], 1):
             out.with_name(f"{out.stem}.{number}{out.suffix}").write_bytes(data)
+    _note_unseen(console, {tool: [scenario.name] for tool in result.unseen_tools})
     if result.divergence is not None:
         console.print(f"[bold red]diverged[/] from the recording\n{result.divergence}", highlight=False)
         raise typer.Exit(1)
@@ -317,13 +331,21 @@ def _goldens(directory: Path | None, result: Rerun) -> list[str] | None:
         return None
 
 
+def _note_unseen(console: Console, unseen: dict[str, list[str]]) -> None:
+    """Each tool offered that a recording never saw, once (see replay/_prompts.py)."""
+    for tool, names in sorted(unseen.items()):
+        console.print(
+            f"[yellow]note[/] {escape(unseen_note(tool))} ({escape(', '.join(names))})", highlight=False
+        )
+
+
 def _exported_scenario(store: str, session_id: str, directory: Path) -> Path:
     """A stored session (and the children it spawned or forked) written out as a scenario directory."""
     with open_store(store, looking_for=session_id) as opened:
         return write_scenario(opened, resolve_session(opened, session_id), directory)
 
 
-def _run_many(root: Path, *, pace: float, show: bool) -> None:
+def _run_many(root: Path, *, pace: float, show: bool, wire: bool = False) -> None:
     """`dsh replay DIR`: every scenario below `root`, progress on stderr, the table on stdout, then each scenario
     that did not match on stderr."""
     scenarios = discover(root)
@@ -345,7 +367,7 @@ def _run_many(root: Path, *, pace: float, show: bool) -> None:
     with Report(console, len(scenarios)) as report:
         outcomes = anyio.run(
             lambda: replay_all(
-                scenarios, report, pace_ms=pace, echo=Console(soft_wrap=True) if show else None
+                scenarios, report, pace_ms=pace, echo=Console(soft_wrap=True) if show else None, wire=wire
             )
         )
     Console().print(summary_table(outcomes))
@@ -357,6 +379,11 @@ def _run_many(root: Path, *, pace: float, show: bool) -> None:
                 highlight=False,
                 soft_wrap=True,
             )
+    unseen: dict[str, list[str]] = {}
+    for outcome in outcomes:
+        for tool in outcome.unseen_tools:
+            unseen.setdefault(tool, []).append(outcome.name)
+    _note_unseen(console, unseen)
     failed = sum(1 for outcome in outcomes if outcome.result == "failed")
     diverged = sum(1 for outcome in outcomes if outcome.result == "diverged")
     if failed or diverged:

@@ -51,10 +51,17 @@ def compare_goldens(directory: Path, result: Rerun) -> list[str] | None:
     from syrupy.extensions.amber.serializer import AmberDataSerializer
 
     stored = AmberDataSerializer.read_file(str(path))
+    replayed = replayed_goldens(result)
+    if (
+        stored.get(f"{ITEM_NAME}[prompt]") is not None
+    ):  # the opt-in prompt golden, when the scenario keeps one
+        from ._prompts import prompt_golden
+
+        replayed["prompt"] = prompt_golden([log for _, log in result.logs])
     reports = []
-    for name, data in replayed_goldens(result).items():
+    for name, data in replayed.items():
         golden = stored.get(f"{ITEM_NAME}[{name}]")
-        what = "replayed log" if name == "log" else "view (what the user saw)"
+        what = {"log": "replayed log", "view": "view (what the user saw)"}.get(name, "prompt and tools sent")
         where = f"{GOLDEN_DIR}/{GOLDEN_FILE} [{ITEM_NAME}[{name}]]"
         if golden is None or golden.data is None:
             reports.append(f"the golden of the {what} ({where}) does not exist yet")

@@ -4,11 +4,13 @@ provides the recording's inbox gate, which admits queued input where the recordi
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import msgspec
 
 from dsh.runtime.agent import INBOX_GATE
 from dsh.runtime.kernel import Context, Plugin, ServiceKey
-from dsh.runtime.llm import LLM
+from dsh.runtime.llm import LLM, LlmAdapter
 from dsh.runtime.session import STORE
 
 from ._adapter import ReplayAdapter
@@ -17,7 +19,7 @@ from ._inbox import RecordedInbox
 from ._recording import load_recording
 from ._tools import ToolMode, serve_recorded_tools
 
-__all__ = ["DEFAULT_PROVIDER", "REPLAY", "ReplayConfig", "plugin"]
+__all__ = ["DEFAULT_PROVIDER", "REPLAY", "ReplayConfig", "apply_replay", "plugin"]
 
 DEFAULT_PROVIDER = "replay"
 
@@ -61,15 +63,20 @@ REPLAY = ServiceKey[ReplayAdapter]("replay")
 """The loaded replay adapter: a driver reads `ctx.get(REPLAY).assert_consumed()` at the end of a run."""
 
 
-def _apply(ctx: Context, config: ReplayConfig) -> None:
+def apply_replay(
+    ctx: Context, config: ReplayConfig, serve: Callable[[ReplayAdapter], LlmAdapter] | None = None
+) -> None:
+    """The replay plugin's `apply`; `serve` wraps the replay adapter in the adapter registered for the providers
+    (wire replay serves the recording through the real transport)."""
     recording = load_recording(config.log, children=config.children, override=config.override)
     adapter = ReplayAdapter(
         recording, sessions=ctx.get(STORE), pace_ms=config.pace_ms, workspace=config.workspace
     )
     llm = ctx.get(LLM)
     served = config.providers or recording.providers or (DEFAULT_PROVIDER,)
+    transport: LlmAdapter = adapter if serve is None else serve(adapter)
     for provider in dict.fromkeys((*served, *config.routes)):
-        llm.register(provider, adapter)
+        llm.register(provider, transport)
     ctx.provide(REPLAY, adapter)
     serve_recorded_tools(ctx, adapter, config.tools)
     serve_recorded_approvals(ctx, adapter)
@@ -77,6 +84,10 @@ def _apply(ctx: Context, config: ReplayConfig) -> None:
         serve_recorded_hooks(ctx, adapter)
     logs = [(script.log.name, script.log.id, script.deliveries) for script in recording.scripts]
     ctx.provide(INBOX_GATE, RecordedInbox(logs, adapter.bound_log))
+
+
+def _apply(ctx: Context, config: ReplayConfig) -> None:
+    apply_replay(ctx, config)
 
 
 plugin = Plugin(

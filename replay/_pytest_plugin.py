@@ -18,6 +18,7 @@ import pytest
 
 from ._goldens import GOLDEN_FILE, GOLDENS, ITEM_NAME, first_difference, replayed_goldens
 from ._layout import SCENARIO_FILE
+from ._pytest_goldens import PROMPT_GOLDEN, UNSEEN_PROPERTY, UnseenTools, with_prompt_golden
 
 if TYPE_CHECKING:
     from dsh.runtime.session import SessionStore
@@ -43,6 +44,8 @@ __all__ = [
 ]
 
 INI = "dsh_scenarios"
+WIRE_INI = "dsh_wire_replay"
+PROMPT_INI = "dsh_prompt_goldens"
 NOT_RUN = "(the scenario did not run)"
 DIST = "worksteal"
 """The xdist scheduling a scenario project gets when the user names none (see pytest_cmdline_main)."""
@@ -64,6 +67,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="Re-record the selected scenarios against the live model before replaying them (a scenario whose "
         "route has no key is skipped).",
+    )
+    parser.addini(
+        WIRE_INI,
+        type="bool",
+        default=False,
+        help="Replay every scenario on the wire: the recorded calls are served as the provider's stream to the "
+        "deployment's real model adapter (a scenario's `transport:` in scenario.yml wins).",
+    )
+    parser.addini(
+        PROMPT_INI,
+        type="bool",
+        default=False,
+        help="Keep a third golden per scenario, replay[prompt]: the system prompt and tool schemas each distinct "
+        "step sent (a scenario's `prompt_golden:` in scenario.yml wins).",
     )
     parser.addini(
         INI,
@@ -122,6 +139,7 @@ def pytest_configure(config: pytest.Config) -> None:
             if not any(root.is_relative_to(path) for path in covered):
                 config.args.append(str(root))
     config.pluginmanager.register(_Scenarios(roots), "dsh-scenarios")
+    config.pluginmanager.register(UnseenTools(), "dsh-unseen-tools")
 
 
 class _Scenarios:
@@ -208,20 +226,25 @@ class ScenarioItem(pytest.Function):
     def check(self, snapshot: Any) -> None:
         import anyio
 
+        from ._prompts import prompt_golden
         from ._rerun import rerun
         from ._scenario import load_scenario
 
+        goldens: tuple[str, ...] = GOLDENS
         try:
             scenario = in_project(load_scenario(self.directory), self.config.rootpath)
+            if with_prompt_golden(scenario, self.config.getini(PROMPT_INI)):
+                goldens = (*GOLDENS, PROMPT_GOLDEN)
             if self.config.option.dsh_record:
                 self._record(scenario)
                 scenario = in_project(load_scenario(self.directory), self.config.rootpath)
-            result = anyio.run(lambda: rerun(scenario))
+            wire = bool(self.config.getini(WIRE_INI))
+            result = anyio.run(lambda: rerun(scenario, wire=wire))
         except Exception:
             # the scenario did not run: its goldens are kept (compared with nothing, never written), not taken
             # for unused ones that --snapshot-update would delete
             snapshot.update_snapshots = snapshot.update_new_snapshots_only = False
-            for name in GOLDENS:
+            for name in goldens:
                 _ = snapshot(name=name) == NOT_RUN
             raise
         if result.divergence is not None:
@@ -231,6 +254,9 @@ class ScenarioItem(pytest.Function):
         # both goldens are compared (so neither is reported unused when the other differs); the log's report first
         problems = []
         replayed = replayed_goldens(result)
+        if PROMPT_GOLDEN in goldens:
+            replayed[PROMPT_GOLDEN] = prompt_golden([log for _, log in result.logs])
+        self.user_properties.append((UNSEEN_PROPERTY, result.unseen_tools))
         for name, data in replayed.items():
             assertion = snapshot(name=name)
             if assertion != data:
@@ -266,7 +292,9 @@ class ScenarioItem(pytest.Function):
     def _golden_report(self, assertion: Any, name: str) -> str:
         result = assertion.executions[assertion.num_executions - 1]
         where = f"{Path(result.snapshot_location).relative_to(self.directory).as_posix()} [{result.snapshot_name}]"
-        what = "replayed log" if name == "log" else "view (what the user saw)"
+        what = {"log": "replayed log", PROMPT_GOLDEN: "prompt (system prompts and tool schemas sent)"}.get(
+            name, "view (what the user saw)"
+        )
         head = f"scenario {self._shown}: the {what} differs from its golden {where}"
         if result.recalled_data is None:
             detail = "  the golden does not exist yet: write it with pytest --snapshot-update"

@@ -48,6 +48,7 @@ from ._inputs import Action, Leave, Resume, Run, Steer, Woken, plan_of_doc, plan
 from ._instructions import instruction_divergence, instruction_messages
 from ._placeholders import CWD_PLACEHOLDER
 from ._plugin import REPLAY
+from ._prompts import gone_tools, offered_tools, recorded_tools, unseen_tools
 from ._recording import Recording, child_logs, load_recording
 from ._replayed import ToolCallRecord, final_text, log_events, tool_calls
 from ._routes import missing_key
@@ -77,6 +78,8 @@ class Rerun:
     divergence: str | None
     logs: list[tuple[SessionInfo, bytes]]
     view: str
+    unseen_tools: tuple[str, ...] = ()
+    """Tools the deployment offered that the recording never saw (see replay/_prompts.py)."""
 
     # what the primary session did, for hand-written tests (see replay/_replayed.py)
     @property
@@ -383,12 +386,18 @@ def _logs(
 
 
 async def rerun(
-    source: Scenario, *, workspace: Path | None = None, pace_ms: float = 0.0, echo: Console | None = None
+    source: Scenario,
+    *,
+    workspace: Path | None = None,
+    pace_ms: float = 0.0,
+    echo: Console | None = None,
+    wire: bool = False,
 ) -> Rerun:
-    """Replay `source` through the real loop and compare its skeleton with the recording's (see the module)."""
+    """Replay `source` through the real loop and compare its skeleton with the recording's (see the module); with
+    `wire`, through the deployment's real model adapter (replay/_wire.py)."""
     recording = load_recording(source.directory or source.log)
     recorded_logs = [read_log(source.log), *(read_log(p) for p in _children(source))]
-    deployment = replay_deployment(source, pace_ms=pace_ms)
+    deployment = replay_deployment(source, pace_ms=pace_ms, wire=wire)
     with _workspace(source, workspace) as (live, store):
         try:
             sessions, view = await _drive(
@@ -413,7 +422,8 @@ async def rerun(
     recorded = [
         skeleton((event for event, _ in log.events()), seed=log.info.seed_length) for log in recorded_logs
     ]
-    divergence = problem
+    offered = offered_tools([log for _, log in logs])
+    divergence = gone_tools(recording, offered) or problem
     if divergence is None:
         for index in range(max(len(recorded), len(replayed))):
             found = first_divergence(
@@ -435,7 +445,8 @@ async def rerun(
                 which = "the primary session" if index == 0 else f"child session {index}"
                 divergence = f"{which}: {found}"
                 break
-    return Rerun(source, recorded, replayed, divergence, logs, view)
+    unseen = unseen_tools(recorded_tools(recorded_logs), offered)
+    return Rerun(source, recorded, replayed, divergence, logs, view, unseen)
 
 
 def _children(scenario: Scenario) -> list[Path]:

@@ -1,13 +1,13 @@
-"""The live route a scenario records against (its deployment's OpenAI-compatible transport), and whether the key
-that route needs is set: `dsh record` and `pytest --dsh-record` check it before they call a live model."""
+"""The live route a scenario records against (its deployment's live transport, found by the wire transport it
+declares), and whether the key that route needs is set: `dsh record` and `pytest --dsh-record` check it before they call a live model."""
 
 from __future__ import annotations
 
 import os
 
-from dsh.plugins.llm_openai import Config as LiveConfig
+from dsh.runtime.llm import wire_transport
 
-from ._scenario import LIVE_TRANSPORT, Scenario, live_deployment
+from ._scenario import Scenario, live_deployment
 
 __all__ = ["missing_key"]
 
@@ -17,16 +17,17 @@ def missing_key(scenario: Scenario) -> str | None:
     deployment has no such route), or None when it can."""
     deployment = live_deployment(scenario)
     routes = [
-        route
+        (route, transport.key_env(entry.config, route))
         for entry in deployment.plugins
-        if entry.plugin.name == LIVE_TRANSPORT and isinstance(entry.config, LiveConfig)
-        for route in entry.config.providers
+        if (transport := wire_transport(entry.plugin)) is not None
+        for route in transport.routes(entry.config)
     ]
     wanted = scenario.doc.provider or deployment.provider
-    chosen = next((route for route in routes if wanted is None or route.id == wanted), None)
+    chosen = next(((route, env) for route, env in routes if wanted is None or route == wanted), None)
     if chosen is None:
         named = f"route {wanted}" if wanted else "route"
         return f"the deployment {deployment.path} has no live {named} to record against"
-    if chosen.api_key_env is not None and not os.environ.get(chosen.api_key_env):
-        return f"route {chosen.id} needs its key in {chosen.api_key_env}, which is not set"
+    route, env = chosen
+    if env is not None and not os.environ.get(env):
+        return f"route {route} needs its key in {env}, which is not set"
     return None

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 import yaml
 
 from dsh.runtime.kernel import Deployment, PluginEntry, decode_plugin_config, load_deployment, load_yaml
+from dsh.runtime.llm import wire_transport
 
 from ._authored import ScriptedConfig, scripted_plugin
 from ._errors import ScriptError
@@ -29,7 +30,9 @@ __all__ = [
     "Scenario",
     "ScenarioDoc",
     "SteerDoc",
+    "Transport",
     "discover",
+    "is_live_transport",
     "live_deployment",
     "load_scenario",
     "replay_deployment",
@@ -37,10 +40,11 @@ __all__ = [
     "with_replay",
 ]
 
+Transport = Literal["chunks", "wire"]
+"""How a replay serves the recorded model calls: as chunks in place of the transport, or on the wire to the real one."""
+
 WORKSPACE_DIR = "workspace"
 DEFAULT_DEPLOYMENT = Path(__file__).with_name("default-deployment.yml")
-LIVE_TRANSPORT = "llm_openai"
-"""The live transport a replay stands in for, by its declared plugin name (whatever `use:` spelled it)."""
 RETRY = "retry"
 """The retry plugin whose waits a replay zeroes, by its declared name."""
 TITLES = "titles"
@@ -85,7 +89,12 @@ class ScenarioDoc(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     has no entry for turn N. `woken_turns`: turns no user input opens, which the agent's inbox starts (a background
     child's settlement notice); `inputs` has no entry for them either. A re-run of a recording that logged its
     inbox feeds the input as the log has it. `hooks`: `live` (the workspace's hooks run, the default) or `recorded`
-    (each hook run is served the recorded outcome); approvals are always decided by the recording."""
+    (each hook run is served the recorded outcome); approvals are always decided by the recording. `transport`:
+    `chunks` (the recorded chunks stand in for the model transport) or `wire` (they are served as the provider's wire
+    format to the deployment's real adapter; see replay/_wire.py); unset: chunks, or wire when the run asks for it
+    (`dsh replay --wire`, the `dsh_wire_replay` ini option). `chunks` pins a recording the real adapter cannot send
+    (an image held by a reference to another harness's attachment store). `prompt_golden`: keep the third
+    golden, the system prompts and tool schemas the run sent (default: the `dsh_prompt_goldens` ini option)."""
 
     description: str = ""
     deployment: str | None = None
@@ -99,6 +108,8 @@ class ScenarioDoc(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     left_queued: dict[int, str] = msgspec.field(default_factory=dict)
     woken_turns: list[int] = msgspec.field(default_factory=list)
     hooks: HookMode = "live"
+    transport: Transport | None = None
+    prompt_golden: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -183,14 +194,25 @@ def live_deployment(scenario: Scenario) -> Deployment:
     return Deployment(deployment.path, tuple(entries), deployment.model, deployment.provider)
 
 
+def is_live_transport(entry: PluginEntry) -> bool:
+    """Whether `entry` loads a live model transport: a plugin that declares a wire transport (dsh.runtime.llm's
+    `declare_wire_transport`), which a replay stands in for."""
+    return wire_transport(entry.plugin) is not None
+
+
+def _no_transport(deployment: Deployment, place: object, role: str) -> ScriptError:
+    return ScriptError(
+        f"the deployment {deployment.path} loads no live model transport (a plugin that declares a wire "
+        f"transport, such as llm_openai) for {role}",
+        place=str(place),
+    )
+
+
 def _swap_transport(scenario: Scenario | Path, deployment: Deployment, entry: PluginEntry) -> Deployment:
-    if not any(e.plugin.name == LIVE_TRANSPORT for e in deployment.plugins):
+    if not any(is_live_transport(e) for e in deployment.plugins):
         place = scenario if isinstance(scenario, Path) else scenario.directory or scenario.log
-        raise ScriptError(
-            f"the deployment {deployment.path} loads no live transport (the {LIVE_TRANSPORT} plugin) to stand in for",
-            place=str(place),
-        )
-    swapped = tuple(entry if e.plugin.name == LIVE_TRANSPORT else e for e in deployment.plugins)
+        raise _no_transport(deployment, place, "the replay to stand in for")
+    swapped = tuple(entry if is_live_transport(e) else e for e in deployment.plugins)
     return Deployment(deployment.path, swapped, deployment.model, deployment.provider)
 
 
@@ -226,10 +248,10 @@ def with_replay(deployment: Deployment | None, log: Path, provider: str | None =
         deployment = load_deployment(DEFAULT_DEPLOYMENT)
     recorded, model = _first_route(log)
     routes = dict.fromkeys(
-        route.id
+        route
         for entry in deployment.plugins
-        if entry.plugin.name == LIVE_TRANSPORT
-        for route in getattr(entry.config, "providers", ())
+        if (transport := wire_transport(entry.plugin)) is not None
+        for route in transport.routes(entry.config)
     )
     agent_provider = provider or deployment.provider or recorded or DEFAULT_PROVIDER
     routes[agent_provider] = None
@@ -246,32 +268,41 @@ def with_replay(deployment: Deployment | None, log: Path, provider: str | None =
     )
 
 
-def replay_deployment(scenario: Scenario, *, pace_ms: float = 0.0) -> Deployment:
+def _on_wire(pinned: Transport | None, asked: bool) -> bool:
+    return pinned == "wire" or (asked and pinned is None)
+
+
+def replay_deployment(scenario: Scenario, *, pace_ms: float = 0.0, wire: bool = False) -> Deployment:
     """The scenario's deployment with the live transport swapped for the replay plugin serving its recording, and
-    retry waits set to zero (time in a replay is not real; the overlay may set them back)."""
+    retry waits set to zero (time in a replay is not real; the overlay may set them back). With `wire` (or the
+    scenario's `transport: wire`), the replay plugin serves the recording on the wire to the transport's real
+    adapter (replay/_wire.py)."""
     deployment = live_deployment(scenario)
     source = scenario.directory or scenario.log
-    replay = PluginEntry(
-        "replay",
-        "replay",
-        replay_plugin,
-        ReplayConfig(log=str(source), pace_ms=pace_ms, tools=scenario.doc.tools, hooks=scenario.doc.hooks),
-        None,
+    config = ReplayConfig(
+        log=str(source), pace_ms=pace_ms, tools=scenario.doc.tools, hooks=scenario.doc.hooks
     )
+    replay = PluginEntry("replay", "replay", replay_plugin, config, None)
     entries: list[PluginEntry] = []
     for entry in deployment.plugins:
-        if entry.plugin.name == LIVE_TRANSPORT:
+        transport = wire_transport(entry.plugin)
+        if transport is not None and replay in entries:
+            continue  # one replay plugin serves every route of the recording
+        if transport is not None and _on_wire(scenario.doc.transport, wire):
+            from ._wire import wire_replay_plugin
+
+            replay = PluginEntry(
+                "replay", "replay", wire_replay_plugin(transport, entry.config), config, None
+            )
+            entries.append(replay)
+        elif transport is not None:
             entries.append(replay)
         elif entry.plugin.name == RETRY and entry.id not in scenario.doc.overlay:
             entries.append(_overlaid(entry, {"base_delay_ms": 0, "max_delay_ms": 0}))
         else:
             entries.append(entry)
     if replay not in entries:
-        raise ScriptError(
-            f"the deployment {deployment.path} loads no live transport (the {LIVE_TRANSPORT} plugin) for the replay plugin "
-            "to stand in for",
-            place=str(source),
-        )
+        raise _no_transport(deployment, source, "the replay plugin to stand in for")
     return Deployment(
         deployment.path, _replayable(tuple(entries), Path(source)), deployment.model, deployment.provider
     )

@@ -8,8 +8,9 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from ._config import Config as Config
     from ._config import ProviderConfig as ProviderConfig
     from ._plugin import plugin as plugin
+    from ._plugin import wire as wire
 
-__all__ = ["DEEPSEEK", "Config", "OpenAICompatibleAdapter", "ProviderConfig", "plugin"]
+__all__ = ["DEEPSEEK", "Config", "OpenAICompatibleAdapter", "ProviderConfig", "plugin", "wire"]
 
 _LAZY = {
     "OpenAICompatibleAdapter": "._adapter",
@@ -17,6 +18,7 @@ _LAZY = {
     "Config": "._config",
     "ProviderConfig": "._config",
     "plugin": "._plugin",
+    "wire": "._plugin",
 }
 
 if not TYPE_CHECKING:  # a module __getattr__ would make type checkers accept any name

@@ -9,6 +9,7 @@ the response arrived (a mid-stream error object, a dropped connection) carries t
 
 from __future__ import annotations
 
+import functools
 import os
 import ssl
 import time
@@ -36,6 +37,16 @@ _ERROR_BODY_LIMIT = 64 * 1024
 _encoder = msgspec.json.Encoder()
 
 
+@functools.cache
+def _ssl_context() -> ssl.SSLContext:
+    """The verifying TLS context every adapter's client uses: loading the CA bundle costs ~25 ms of CPU, so it is
+    done once per process, not once per adapter (wire replay builds an adapter per call). A context is shared
+    safely: clients only read it."""
+    import httpx
+
+    return httpx.create_ssl_context()
+
+
 def _fail(message: str, code: str) -> LlmCallError:
     return LlmCallError(LlmFailure(message=message, code=code))
 
@@ -58,7 +69,6 @@ class OpenAICompatibleAdapter:
         self._client = client
         self._env = os.environ if env is None else env
         self._now = now
-        self._ssl: ssl.SSLContext | None = None
 
     def context_window(self, provider: str, model: str) -> int | None:
         """The route's configured window of `model` (`context_windows`, else `context_window`; None: unknown)."""
@@ -79,10 +89,7 @@ class OpenAICompatibleAdapter:
     def _new_client(self) -> httpx.AsyncClient:
         import httpx
 
-        if self._ssl is None:
-            # Loading the CA bundle costs milliseconds; do it once per adapter, not once per call.
-            self._ssl = httpx.create_ssl_context()
-        return httpx.AsyncClient(verify=self._ssl, timeout=self._timeout())
+        return httpx.AsyncClient(verify=_ssl_context(), timeout=self._timeout())
 
     def _timeout(self) -> httpx.Timeout:
         import httpx

@@ -61,9 +61,14 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from ._runtime import CallStream as CallStream
     from ._runtime import LlmRuntime as LlmRuntime
     from ._runtime import plugin as plugin
+    from ._wire import OPENAI_CHAT as OPENAI_CHAT
+    from ._wire import WireTransport as WireTransport
+    from ._wire import declare_wire_transport as declare_wire_transport
+    from ._wire import wire_transport as wire_transport
 
 __all__ = [
     "LLM",
+    "OPENAI_CHAT",
     "AssistantBlock",
     "AssistantMessage",
     "BlockAssembler",
@@ -117,13 +122,20 @@ __all__ = [
     "UserBlock",
     "UserMessage",
     "UserSource",
+    "WireTransport",
     "decode_chunk",
     "encode_chunk",
     "error_chain",
     "plugin",
+    "declare_wire_transport",
+    "wire_transport",
 ]
 
 _LAZY = {
+    "OPENAI_CHAT": "._wire",
+    "WireTransport": "._wire",
+    "declare_wire_transport": "._wire",
+    "wire_transport": "._wire",
     "BlockAssembler": "._assembler",
     "BlockEnd": "._chunks",
     "BlockStart": "._chunks",

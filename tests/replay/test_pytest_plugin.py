@@ -225,7 +225,7 @@ def test_a_deployment_is_found_beside_the_scenario_then_at_the_rootdir(
     (goldened / "scenarios" / "price" / "agent.yml").write_text("plugins: []\n")
     beside = run(pytester, "scenarios/price")
     beside.assert_outcomes(failed=1)  # the one beside the scenario wins, and loads no live transport
-    beside.stdout.fnmatch_lines(["*loads no live transport*"])
+    beside.stdout.fnmatch_lines(["*loads no live model transport*"])
 
 
 def test_a_persona_edit_still_passes(goldened: Path, pytester: pytest.Pytester) -> None:

@@ -34,7 +34,10 @@ def test_replay_of_a_deployment_without_a_live_transport_says_so(tmp_path: Path)
     config = tmp_path / "deployment.yml"
     config.write_text("plugins:\n  - id: prompt\n    use: dsh.runtime.prompt\n")
     with (
-        pytest.raises(DshError, match=r"loads no live transport \(the llm_openai plugin\)"),
+        pytest.raises(
+            DshError,
+            match=r"loads no live model transport \(a plugin that declares a wire transport, such as llm_openai\)",
+        ),
         open_host(config, tmp_path / "s.db", replay=HARNESS / "text-turn"),
     ):
         pass
