@@ -38,7 +38,8 @@ from .logs import HARNESS, LogBuilder, text_call
 from .test_adapter import Sessions, drain, request
 
 ROOT = Path(__file__).resolve().parents[2]
-SHARED = ROOT.parent / "shared" / "fixtures-harness"
+POSITIONAL = Path(__file__).with_name("original-overrides")
+"""The original's positional `replay.override.json` of two recordings, as its harness keeps them."""
 
 
 def _dsh(*args: str) -> subprocess.CompletedProcess[str]:
@@ -96,7 +97,7 @@ def test_a_header_of_schemas_still_gives_them() -> None:
 @pytest.mark.parametrize("name", ["cancel", "error-finish"])
 def test_the_originals_positional_override_replays_its_scenario(tmp_path: Path, name: str) -> None:
     folder = _scenario(tmp_path, name)
-    shutil.copy(SHARED / name / "replay.override.json", folder / "replay.override.json")
+    shutil.copy(POSITIONAL / f"{name}.json", folder / "replay.override.json")
     ran = _dsh("replay", str(folder))
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert "matches the recording" in ran.stderr
