@@ -184,7 +184,7 @@ class _Session:
 
 def _idle(position: Position) -> bool:
     """Whether an agent at `position` is between turns (before its first, or after a `turn/end`)."""
-    return position is None or position[0] == "turn/end"
+    return position is None or position[0] == TurnEnd.TAG
 
 
 def _before(position: Position, live: Position) -> bool:
@@ -195,7 +195,7 @@ def _before(position: Position, live: Position) -> bool:
     if live is None:
         return False
     tag, turn, _ = position
-    return turn < live[1] or (turn == live[1] and tag != "turn/end")
+    return turn < live[1] or (turn == live[1] and tag != TurnEnd.TAG)
 
 
 def _live_position(agent: Agent) -> Position:
@@ -204,7 +204,7 @@ def _live_position(agent: Agent) -> Position:
     state = agent.log.state
     if state.open_turn is not None or state.last_turn == 0:
         return None
-    return ("turn/end", state.last_turn, 0)
+    return (TurnEnd.TAG, state.last_turn, 0)
 
 
 class RecordedInbox:

@@ -16,6 +16,8 @@ from typing import Any
 
 import msgspec
 
+from dsh.runtime.session import RequestHeader, StepStart
+
 from ._adapter import called_tools
 from ._recording import Recording
 from ._replayed import log_events
@@ -38,10 +40,10 @@ def _headers(events: Iterable[Any]) -> Iterable[tuple[tuple[int, int] | None, di
     """Each `request/header`'s header, with the (turn, step) of the step it opened (None outside a step)."""
     at: tuple[int, int] | None = None
     for event in events:
-        if event.type == "step/start":
+        if event.type == StepStart.TAG:
             data = msgspec.json.decode(event.data)
             at = (data.get("turn", 0), data.get("step", 0))
-        elif event.type == "request/header":
+        elif event.type == RequestHeader.TAG:
             header = msgspec.json.decode(event.data).get("header")
             if isinstance(header, dict):
                 yield at, header

@@ -28,6 +28,7 @@ from dsh.runtime.host import TerminalView, hosted
 from dsh.runtime.kernel import Context, Deployment
 from dsh.runtime.llm import TextBlock, UserBlock
 from dsh.runtime.session import (
+    AssistantMessage,
     CountingIds,
     FixedClock,
     RequestHeader,
@@ -127,7 +128,7 @@ def _recorded(log_path: Path) -> _Recorded:
     resumes: set[int] = set()
     last_turn, header_seen, ended = 0, False, False
     for event, _ in log.events():
-        if event.type not in ("turn/end", "session/end-seed", "request/header"):
+        if event.type not in (TurnEnd.TAG, SessionEndSeed.TAG, RequestHeader.TAG):
             continue
         view = event.view()  # decoded once, through the log's event table
         if isinstance(view, TurnEnd):
@@ -265,7 +266,7 @@ async def _run_plan(
 
     async def steer_at_step(event: AgentEvent) -> None:
         stored = event.event
-        if not current or event.agent is not current[-1] or stored.type != "assistant/message":
+        if not current or event.agent is not current[-1] or stored.type != AssistantMessage.TAG:
             return
         view = stored.view()
         data = view.data

@@ -13,6 +13,7 @@ import yaml
 
 from dsh.runtime.kernel import Deployment, PluginEntry, decode_plugin_config, load_deployment, load_yaml
 from dsh.runtime.llm import wire_transport
+from dsh.runtime.session import RequestHeader, SessionTitleLlmRequest
 
 from ._authored import ScriptedConfig, scripted_plugin
 from ._errors import ScriptError
@@ -55,7 +56,7 @@ call the recording never made would have no answer to be served)."""
 def _asks_titles(log: Path) -> bool:
     """Whether the recording (the root log of a scenario directory, or a log file) logged a title call."""
     for event, _ in read_log(log / ROOT_LOG if log.is_dir() else log).events():
-        if event.type == "session/title-llm-request":
+        if event.type == SessionTitleLlmRequest.TAG:
             return True
     return False
 
@@ -230,7 +231,7 @@ def scripted_deployment(scenario: Scenario, replies: Path) -> Deployment:
 def _first_route(log: Path) -> tuple[str | None, str | None]:
     """The provider and model of a recording's first request header (None where it names none)."""
     for event, _ in read_log(log / ROOT_LOG if log.is_dir() else log).events():
-        if event.type == "request/header":
+        if event.type == RequestHeader.TAG:
             config = msgspec.json.decode(event.data).get("header", {}).get("config", {})
             return config.get("provider"), config.get("model")
     return None, None

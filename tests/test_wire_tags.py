@@ -99,14 +99,7 @@ def test_no_module_declares_a_second_struct_for_a_wire_tag() -> None:
 
 
 WIRE_MODULE = "runtime/session/_events.py"
-NOT_YET = {
-    # files under concurrent rewrite on other branches (issue 27): their tag literals go when those land
-    "replay/_inbox.py",
-    "replay/_rerun.py",
-    "replay/_scenario.py",
-    "runtime/cli/chat_cmd.py",
-    "runtime/cli/sessions_cmd.py",
-}
+NOT_YET: set[str] = set()
 """Source files still allowed to write a wire tag out as a string."""
 
 

@@ -64,8 +64,8 @@ from dsh.runtime.host import (
 from dsh.runtime.kernel import DshError
 from dsh.runtime.llm import TextBlock, UserSource
 from dsh.runtime.prompt import SYSTEM_PROMPT, render_prompt
+from dsh.runtime.session import TurnEnd, is_postgres_url, redact_url
 from dsh.runtime.session import UserMessage as UserMessageEvent
-from dsh.runtime.session import is_postgres_url, redact_url
 from dsh.runtime.tools import ASK, QUESTION
 
 from ._approval import terminal_answerer, terminal_questioner
@@ -505,7 +505,7 @@ def _reader(store: Path) -> Reader:
 
 
 def _turns(host: Host, session_id: str) -> int:
-    return sum(1 for _ in host.store.events(session_id, types=("turn/end",)))
+    return sum(1 for _ in host.store.events(session_id, types=(TurnEnd,)))
 
 
 def chat(

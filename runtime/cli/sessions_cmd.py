@@ -30,7 +30,9 @@ from dsh.runtime.jsonlines import MAX_LINE, JsonLimits
 from dsh.runtime.kernel.errors import ConfigError, SessionError
 from dsh.runtime.llm import Message, ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
 from dsh.runtime.session import (
+    AssistantChunk,
     AssistantMessage,
+    RequestContext,
     SessionEndSeed,
     SessionInfo,
     SessionStoreProtocol,
@@ -247,15 +249,15 @@ _STYLES = {"reasoning": "dim italic", "tool-call": "yellow", "tool-result": "gre
 
 _RENDERED = frozenset(
     {
-        "turn/start",
-        "step/start",
-        "step/end",
-        "session/end-seed",
-        "turn/end",
-        "tool/call",
-        "user/message",
-        "assistant/message",
-        "tool/result",
+        TurnStart.TAG,
+        StepStart.TAG,
+        StepEnd.TAG,
+        SessionEndSeed.TAG,
+        TurnEnd.TAG,
+        ToolCall.TAG,
+        UserMessage.TAG,
+        AssistantMessage.TAG,
+        ToolResult.TAG,
     }
 )
 """The types `show` draws from their data; the others are named in one dim line, their data never decoded."""
@@ -298,7 +300,7 @@ def _render(
 ) -> None:
     kind = event.type
     if kind not in _RENDERED:
-        if kind not in ("assistant/chunk", "request/context"):
+        if kind not in (AssistantChunk.TAG, RequestContext.TAG):
             console.print(Text(f"  · {kind} (seq {event.seq})", style="dim"))
         return
     view = event.view()  # decoded once, through the log's one event table
@@ -330,7 +332,7 @@ def _render(
         replaced = (
             "" if event.surface_op == "append" else f" (replaces {msgspec.to_builtins(event.surface_op)})"
         )
-        who = {"user/message": "user", "assistant/message": "assistant", "tool/result": "tool"}[kind]
+        who = {UserMessage.TAG: "user", AssistantMessage.TAG: "assistant", ToolResult.TAG: "tool"}[kind]
         if isinstance(view, AssistantMessage) and view.data.interrupted:
             who += " (interrupted)"
         if isinstance(view, ToolResult) and view.data.error is not None:
@@ -365,7 +367,7 @@ def show(
         length = opened.length(session_id)
         children = _child_tree(opened, info)
         if as_json:
-            projection = project(opened.events(session_id, skip_types=("assistant/chunk",)))
+            projection = project(opened.events(session_id, skip_types=(AssistantChunk,)))
             typer.echo(
                 json.dumps(
                     {
@@ -400,7 +402,7 @@ def show(
                 spawned.setdefault((by.turn, by.step, by.call_id), []).append(node.info.id)
         figures = fold_stats(session_id, opened.events(session_id), prices=resolve_prices(config))
         turns = {turn.turn: turn_line(turn, figures.currency) for turn in figures.per_turn}
-        for event in opened.events(session_id, skip_types=("assistant/chunk",)):
+        for event in opened.events(session_id, skip_types=(AssistantChunk,)):
             _render(console, event, spawned, turns)
 
 
