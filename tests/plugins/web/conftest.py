@@ -8,8 +8,10 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -84,6 +86,34 @@ def stop(served: Served) -> None:
     except subprocess.TimeoutExpired:
         served.process.kill()
         served.process.communicate(timeout=10)
+
+
+@contextmanager
+def writing(store: Path | str, log: Path, go: Path, head: int, gap_s: float) -> Iterator[tuple[Any, str]]:
+    """A `writer` process copying `log` into a new session of `store` (see writer.py): yields it with the session
+    id once its first `head` events are in; it writes the rest once `go` exists. Killed if still running at the end."""
+    writer = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tests.plugins.web.writer",
+            str(store),
+            str(log),
+            str(go),
+            str(head),
+            str(gap_s),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    try:
+        assert writer.stdout is not None
+        yield writer, writer.stdout.readline().strip()
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+            writer.communicate(timeout=10)
 
 
 @pytest.fixture

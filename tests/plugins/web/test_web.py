@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +13,7 @@ import httpx
 
 from dsh.plugins.web import CSP, PAGE_SIZE
 
-from .conftest import HARNESS, ROOT, Served, dsh, import_log, start_web, stop
+from .conftest import HARNESS, ROOT, Served, dsh, import_log, start_web, stop, writing
 
 SHARED = ROOT.parent / "shared" / "fixtures-harness"
 
@@ -200,43 +198,25 @@ def test_a_session_another_process_writes_streams_into_the_open_page(
 ) -> None:
     import_log(store, HARNESS / "text-turn" / "session.jsonl")
     go = tmp_path / "go"
-    writer = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tests.plugins.web.writer",
-            str(store),
-            str(HARNESS / "multi-turn" / "session.jsonl"),
-            str(go),
-            "3",
-            "0.03",
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-    )
-    served = start_web(store)
-    try:
-        assert writer.stdout is not None
-        session = writer.stdout.readline().strip()
-        page = _open(browser, served)
-        page.goto(f"{served.base}/s/{session}")
-        assert page.locator("li.turn").count() == 1
-        assert page.locator("li.assistant").count() == 0
-        go.touch()
-        page.wait_for_selector("li.end >> nth=1", timeout=30_000)  # both turns ended, no reload
-        assert page.locator("li.assistant").count() >= 2
-        assert page.locator("li.streaming").count() == 0  # each streamed text gave way to its message
-        writer.communicate(timeout=30)
-        assert writer.returncode == 0
-        last = json.loads((HARNESS / "multi-turn" / "session.jsonl").read_text().splitlines()[-1])
-        page.wait_for_function(f"document.getElementById('length').textContent === '{last['seq'] + 1}'")
-        assert page.errors == []
-    finally:
-        stop(served)
-        if writer.poll() is None:
-            writer.kill()
-            writer.communicate(timeout=10)
+    log = HARNESS / "multi-turn" / "session.jsonl"
+    with writing(store, log, go, 3, 0.03) as (writer, session):
+        served = start_web(store)
+        try:
+            page = _open(browser, served)
+            page.goto(f"{served.base}/s/{session}")
+            assert page.locator("li.turn").count() == 1
+            assert page.locator("li.assistant").count() == 0
+            go.touch()
+            page.wait_for_selector("li.end >> nth=1", timeout=30_000)  # both turns ended, no reload
+            assert page.locator("li.assistant").count() >= 2
+            assert page.locator("li.streaming").count() == 0  # each streamed text gave way to its message
+            writer.communicate(timeout=30)
+            assert writer.returncode == 0
+            last = json.loads(log.read_text().splitlines()[-1])
+            page.wait_for_function(f"document.getElementById('length').textContent === '{last['seq'] + 1}'")
+            assert page.errors == []
+        finally:
+            stop(served)
 
 
 def test_a_page_opened_mid_step_shows_what_already_streamed(
@@ -244,39 +224,23 @@ def test_a_page_opened_mid_step_shows_what_already_streamed(
 ) -> None:
     # The step's text is in the log only as deltas until its message lands: the page must not lose them.
     go = tmp_path / "go"
-    writer = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tests.plugins.web.writer",
-            str(store),
-            str(HARNESS / "multi-turn" / "session.jsonl"),
-            str(go),
-            "30",  # up to the text delta "ONE" of turn 1, before its message
-            "0.03",
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-    )
-    served = start_web(store)
-    try:
-        assert writer.stdout is not None
-        session = writer.stdout.readline().strip()
-        page = _open(browser, served)
-        page.goto(f"{served.base}/s/{session}")
-        page.wait_for_selector("li.streaming:not(.reasoning)", timeout=30_000)
-        assert page.locator("li.streaming:not(.reasoning)").inner_text() == "ONE"
-        assert page.locator("li.streaming.reasoning").inner_text().startswith("The user wants me to reply")
-        assert page.locator("li.assistant").count() == 0
-        go.touch()
-        page.wait_for_selector("li.end >> nth=1", timeout=30_000)
-        assert page.locator("li.streaming").count() == 0  # the message replaced the streamed text
-        assert page.locator("li.assistant").count() >= 2
-        writer.communicate(timeout=30)
-        assert page.errors == []
-    finally:
-        stop(served)
-        if writer.poll() is None:
-            writer.kill()
-            writer.communicate(timeout=10)
+    # the writer stops at the text delta "ONE" of turn 1, before its message
+    with writing(store, HARNESS / "multi-turn" / "session.jsonl", go, 30, 0.03) as (writer, session):
+        served = start_web(store)
+        try:
+            page = _open(browser, served)
+            page.goto(f"{served.base}/s/{session}")
+            page.wait_for_selector("li.streaming:not(.reasoning)", timeout=30_000)
+            assert page.locator("li.streaming:not(.reasoning)").inner_text() == "ONE"
+            assert (
+                page.locator("li.streaming.reasoning").inner_text().startswith("The user wants me to reply")
+            )
+            assert page.locator("li.assistant").count() == 0
+            go.touch()
+            page.wait_for_selector("li.end >> nth=1", timeout=30_000)
+            assert page.locator("li.streaming").count() == 0  # the message replaced the streamed text
+            assert page.locator("li.assistant").count() >= 2
+            writer.communicate(timeout=30)
+            assert page.errors == []
+        finally:
+            stop(served)
