@@ -31,7 +31,9 @@ SHIPPED = [
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
     subprocess.run(
-        [str(ROOT / "scripts" / "uv"), "build", "--wheel", "--out-dir", str(out), "--quiet"],
+        # sdist first, then the wheel from it in a fresh directory: as a user's pip builds it, and never from a stale
+        # setuptools build/ scratch folder in the checkout (which held an old module once)
+        [str(ROOT / "scripts" / "uv"), "build", "--out-dir", str(out), "--quiet"],
         cwd=ROOT,
         check=True,
         timeout=300,
