@@ -323,6 +323,33 @@ class Hooks:
 
     # ------------------------------------------------------------------ the seams
 
+    async def _tool_point(self, dialect: str, point: str, execution: ToolExecution, **extra: Any) -> Merged:
+        """Run `dialect`'s hooks at tool point `point` for `execution` (Codex sees `tool_input` as `{command}`)."""
+        context = execution.context
+        tool_input: Any = execution.arguments
+        if dialect == "codex":
+            command = execution.arguments.get("command")
+            tool_input = {"command": command if isinstance(command, str) else ""}
+        payload = self.payload(
+            dialect,
+            point,
+            context.agent,
+            context.turn,
+            tool_name=execution.call.name,
+            tool_input=tool_input,
+            tool_use_id=execution.call.call_id,
+            **extra,
+        )
+        return await self.run_point(
+            dialect,
+            point,
+            execution.call.name,
+            payload,
+            agent=context.agent,
+            turn=context.turn,
+            anchor=execution.call.call_id,
+        )
+
     async def pre_execute(
         self,
         value: PreDecision,
@@ -334,28 +361,7 @@ class Hooks:
         if agent is None:
             return await next_(value)
         for dialect in DIALECTS:
-            tool_input: Any = execution.arguments
-            if dialect == "codex":
-                command = execution.arguments.get("command")
-                tool_input = {"command": command if isinstance(command, str) else ""}
-            payload = self.payload(
-                dialect,
-                "PreToolUse",
-                agent,
-                context.turn,
-                tool_name=execution.call.name,
-                tool_input=tool_input,
-                tool_use_id=execution.call.call_id,
-            )
-            merged = await self.run_point(
-                dialect,
-                "PreToolUse",
-                execution.call.name,
-                payload,
-                agent=agent,
-                turn=context.turn,
-                anchor=execution.call.call_id,
-            )
+            merged = await self._tool_point(dialect, "PreToolUse", execution)
             if merged.decision == "deny":
                 return Deny(merged.reason or "blocked by PreToolUse hook")
             if merged.decision == "ask" and dialect == "claude-code":
@@ -375,29 +381,7 @@ class Hooks:
         added: list[AddedContext] = []
         blocked: ToolResult | None = None
         for dialect in DIALECTS:
-            tool_input: Any = execution.arguments
-            if dialect == "codex":
-                command = execution.arguments.get("command")
-                tool_input = {"command": command if isinstance(command, str) else ""}
-            payload = self.payload(
-                dialect,
-                "PostToolUse",
-                agent,
-                context.turn,
-                tool_name=execution.call.name,
-                tool_input=tool_input,
-                tool_use_id=execution.call.call_id,
-                tool_response=result.text,
-            )
-            merged = await self.run_point(
-                dialect,
-                "PostToolUse",
-                execution.call.name,
-                payload,
-                agent=agent,
-                turn=context.turn,
-                anchor=execution.call.call_id,
-            )
+            merged = await self._tool_point(dialect, "PostToolUse", execution, tool_response=result.text)
             if merged.contexts:
                 added.append(AddedContext(merged.contexts, _PLUGIN_NAME[dialect]))
             if merged.decision == "deny" and blocked is None:

@@ -6,7 +6,7 @@ wrote becomes markup."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -196,19 +196,21 @@ def _person_in_the_loop(view: object, seq: int) -> Item | None:
     return None
 
 
-def live_from(events: Iterable[StoredEvent], length: int) -> int:
+def live_from(events: Sequence[StoredEvent], length: int) -> int:
     """Where a page's live view starts: `length`, or the first chunk of a step still streaming (its text is in the
-    log as deltas only, which the page does not render), so a page opened mid-step still shows what streamed."""
-    open_steps: dict[tuple[int, int], int] = {}
-    for event in events:
+    log as deltas only, which the page does not render), so a page opened mid-step still shows what streamed. Read
+    backwards from the end to the last `turn/end` (no step of an ended turn streams on)."""
+    first = length
+    finished: set[tuple[int, int]] = set()
+    for event in reversed(events):
         view = event.view()
-        if isinstance(view, AssistantChunk):
-            open_steps.setdefault((view.data.turn, view.data.step), event.seq)
-        elif isinstance(view, AssistantMessage):
-            open_steps.pop((view.data.turn, view.data.step), None)
-        elif isinstance(view, TurnEnd):
-            open_steps.clear()
-    return min(open_steps.values(), default=length)
+        if isinstance(view, TurnEnd):
+            break
+        if isinstance(view, AssistantMessage):
+            finished.add((view.data.turn, view.data.step))
+        elif isinstance(view, AssistantChunk) and (view.data.turn, view.data.step) not in finished:
+            first = event.seq
+    return first
 
 
 def items(events: Iterable[StoredEvent]) -> Iterator[Item]:
