@@ -19,7 +19,7 @@ import anyio
 from dsh.plugins.otel import OtelConfig
 from dsh.plugins.otel import plugin as otel_plugin
 from dsh.replay import REPLAY, load_scenario, read_log, recorded_turns
-from dsh.replay._scenario import replay_deployment
+from dsh.replay.driver._scenario import replay_deployment
 from dsh.runtime.agent import AGENTS, AgentOptions
 from dsh.runtime.kernel import Context, Deployment, PluginEntry, load_deployment_into
 from dsh.runtime.session import STORE, CountingIds, FixedClock, SessionStore

@@ -16,7 +16,7 @@ from pathlib import Path
 import anyio
 
 from dsh.replay import REPLAY, load_recording, load_scenario, read_log, record, recorded_turns
-from dsh.replay._scenario import replay_deployment
+from dsh.replay.driver._scenario import replay_deployment
 from dsh.runtime.agent import AGENTS, AgentOptions
 from dsh.runtime.kernel import Context, load_deployment_into
 from dsh.runtime.session import STORE, CountingIds, FixedClock, SessionStore

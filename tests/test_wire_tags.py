@@ -18,7 +18,7 @@ from dsh.runtime.session import EVENT_TYPES, Event, SessionHeader
 Key = tuple[str, str]
 
 OTHER_FORMATS = {
-    "dsh.replay._overrides": "override.json, whose `op` tags (replace, patch, ...) are its own vocabulary"
+    "dsh.replay.script._overrides": "override.json, whose `op` tags (replace, patch, ...) are its own vocabulary"
 }
 """Modules that declare another file format's tagged Structs: a tag there names no session-log object."""
 

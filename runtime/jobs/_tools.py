@@ -4,7 +4,7 @@ tool works on the calling agent's jobs only.
 
 The tools declare themselves `timing_dependent`: what a read returns depends on how far the job has got, so a
 replay runs them (a kill still kills, a read still advances the read position, a wait still waits) and serves the
-model the recorded result, which keeps every re-run's log byte-identical to the others (see `dsh.replay._tools`)."""
+model the recorded result, which keeps every re-run's log byte-identical to the others (see `dsh.replay.driver._tools`)."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ from syrupy.assertion import SnapshotAssertion
 from typer.testing import CliRunner, Result
 
 from dsh.replay import ScriptError, discover, replay_app
-from dsh.replay._batch import Report, holds_many, replay_all
+from dsh.replay.frontends._batch import Report, holds_many, replay_all
 
 from .logs import HARNESS
 

@@ -7,7 +7,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from dsh.replay._goldens import first_difference, json_difference
+from dsh.replay.frontends._goldens import first_difference, json_difference
 from tests.runtime.cli.helpers import DSH, plain_env
 
 ROOT = Path(__file__).resolve().parents[2]

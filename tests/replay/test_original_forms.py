@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from dsh.replay import OverrideError, ReplayAdapter, ReplayMismatch, load_recording, read_log
-from dsh.replay._placeholders import PlaceholderError, from_request
+from dsh.replay.recordings._placeholders import PlaceholderError, from_request
 from dsh.runtime.llm import (
     BlockEnd,
     BlockStart,

@@ -9,8 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from dsh.replay._skeleton import skeleton
-from dsh.replay._source import read_log
+from dsh.replay.recordings._source import read_log
+from dsh.replay.script._skeleton import skeleton
 from dsh.runtime.session import open_store
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dsh.replay._placeholders import CWD_PLACEHOLDER, split_like, with_cwd
+from dsh.replay.recordings._placeholders import CWD_PLACEHOLDER, split_like, with_cwd
 from dsh.runtime.llm import (
     BlockAssembler,
     BlockEnd,

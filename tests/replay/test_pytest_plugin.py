@@ -368,7 +368,7 @@ def test_collecting_scenarios_imports_nothing_that_replays_them(goldened: Path) 
         "import sys\nimport pytest\n"
         "pytest.main(['-q', '-p', 'no:cacheprovider', '-p', 'no:randomly', '-p', 'no:xdist', '--collect-only'])\n"
         "heavy = ('msgspec', 'yaml', 'jsonschema', 'dsh.runtime.session', 'dsh.runtime.kernel', 'dsh.runtime.agent', "
-        "'dsh.replay._rerun', 'dsh.replay._scenario', 'plugins.')\n"
+        "'dsh.replay.driver._rerun', 'dsh.replay.driver._scenario', 'plugins.')\n"
         "print(sorted(m for m in sys.modules if m.startswith(heavy)))\n"
     )
     env = {key: value for key, value in os.environ.items() if not key.startswith("PYTEST_XDIST")}
@@ -522,8 +522,8 @@ def test_the_plugin_imports_nothing_heavy_until_a_project_opts_in(tmp_path: Path
         "import sys\nimport pytest\n"
         "code = pytest.main(['-q', '-p', 'no:cacheprovider', '-p', 'no:randomly', '-p', 'no:xdist'])\n"
         "heavy = ('msgspec', 'yaml', 'sqlite_utils', 'dsh.runtime.session', 'dsh.runtime.kernel.config', "
-        "'dsh.replay._rerun', 'dsh.replay._scenario', 'dsh.replay._cli')\n"
-        "assert 'dsh.replay._pytest_plugin' in sys.modules\n"
+        "'dsh.replay.driver._rerun', 'dsh.replay.driver._scenario', 'dsh.replay.frontends._cli')\n"
+        "assert 'dsh.replay.frontends._pytest_plugin' in sys.modules\n"
         "print(sorted(m for m in sys.modules if m.startswith(heavy)))\n"
     )
     (tmp_path / "test_nothing.py").write_text("def test_nothing() -> None:\n    pass\n", encoding="utf-8")

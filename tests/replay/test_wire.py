@@ -20,8 +20,8 @@ import dsh.plugins.llm_openai._mapping as openai_mapping
 from dsh.plugins.llm_openai._errors import failure_from_response, failure_from_stream_error
 from dsh.plugins.llm_openai._wire import build_body
 from dsh.replay import Rerun, Scenario, golden_jsonl, load_scenario, rerun
-from dsh.replay._scenario import DEFAULT_DEPLOYMENT, discover
-from dsh.replay._wire import WireServer, request_problems
+from dsh.replay.driver._scenario import DEFAULT_DEPLOYMENT, discover
+from dsh.replay.driver._wire import WireServer, request_problems
 from dsh.runtime.llm import CallConfig, LlmRequest, TokenUsage, ToolSpec
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from dsh.replay import load_scenario
-from dsh.replay._errors import ScriptError
+from dsh.replay.recordings._errors import ScriptError
 from dsh.runtime.kernel import ConfigError, YamlLimitError, load_deployment, load_yaml
 
 from .test_config import GOOD

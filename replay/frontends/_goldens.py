@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._rerun import Rerun
+    from ..driver._rerun import Rerun
 
 __all__ = [
     "GOLDENS",
@@ -36,7 +36,7 @@ _ABSENT = object()
 
 def replayed_goldens(result: Rerun) -> dict[str, Any]:
     """What each golden of a scenario holds, from its re-run."""
-    from ._rerun import golden_jsonl
+    from ..driver._rerun import golden_jsonl
 
     return {"log": [golden_jsonl(log) for _, log in result.logs], "view": result.view}
 
@@ -55,7 +55,7 @@ def compare_goldens(directory: Path, result: Rerun) -> list[str] | None:
     if (
         stored.get(f"{ITEM_NAME}[prompt]") is not None
     ):  # the opt-in prompt golden, when the scenario keeps one
-        from ._prompts import prompt_golden
+        from ..driver._prompts import prompt_golden
 
         replayed["prompt"] = prompt_golden([log for _, log in result.logs])
     reports = []

@@ -16,15 +16,15 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..recordings._layout import SCENARIO_FILE
 from ._goldens import GOLDEN_FILE, GOLDENS, ITEM_NAME, first_difference, replayed_goldens
-from ._layout import SCENARIO_FILE
 from ._pytest_goldens import PROMPT_GOLDEN, UNSEEN_PROPERTY, UnseenTools, with_prompt_golden
 
 if TYPE_CHECKING:
     from dsh.runtime.session import SessionStore
 
-    from ._rerun import Rerun
-    from ._scenario import Scenario
+    from ..driver._rerun import Rerun
+    from ..driver._scenario import Scenario
 
 # Every pytest run where dsh is installed imports this module (the `pytest11` entry point), and most never name a
 # scenario root: what replays a scenario (anyio, msgspec, yaml, the kernel, the session store, the rerun driver) is
@@ -175,8 +175,8 @@ class ScenarioDirectory(pytest.Directory):
         if self.config.option.dsh_record:
             from dsh.runtime.kernel.errors import DshError
 
-            from ._routes import missing_key
-            from ._scenario import load_scenario
+            from ..driver._routes import missing_key
+            from ..driver._scenario import load_scenario
 
             # skipped as a mark, so the report names the scenario rather than a line of this plugin
             try:
@@ -226,9 +226,9 @@ class ScenarioItem(pytest.Function):
     def check(self, snapshot: Any) -> None:
         import anyio
 
-        from ._prompts import prompt_golden
-        from ._rerun import rerun
-        from ._scenario import load_scenario
+        from ..driver._prompts import prompt_golden
+        from ..driver._rerun import rerun
+        from ..driver._scenario import load_scenario
 
         goldens: tuple[str, ...] = GOLDENS
         try:
@@ -272,9 +272,9 @@ class ScenarioItem(pytest.Function):
     def _record(self, scenario: Scenario) -> None:
         import anyio
 
-        from ._errors import RecordingFailed
-        from ._recording import ROOT_LOG, child_logs
-        from ._rerun import record
+        from ..driver._rerun import record
+        from ..recordings._errors import RecordingFailed
+        from ..script._recording import ROOT_LOG, child_logs
 
         failed: RecordingFailed | None = None
         try:
@@ -358,7 +358,7 @@ def in_project(scenario: Scenario, root: Path) -> Scenario:
     """`scenario` with its `deployment` resolved relative to the scenario, then (no such file there) to `root`."""
     import msgspec
 
-    from ._scenario import Scenario
+    from ..driver._scenario import Scenario
 
     named = scenario.doc.deployment
     if named is None or scenario.directory is None or (scenario.directory / named).exists():
@@ -382,8 +382,8 @@ def dsh_replay(request: pytest.FixtureRequest) -> Callable[[str | Path], Rerun]:
     rootdir); the result holds the replayed events, tool calls, final text, view and any divergence."""
     import anyio
 
-    from ._rerun import rerun
-    from ._scenario import load_scenario
+    from ..driver._rerun import rerun
+    from ..driver._scenario import load_scenario
 
     root = request.config.rootpath
 
@@ -399,7 +399,7 @@ def dsh_store(tmp_path: Path) -> Iterator[SessionStore]:
     """A session store in a temporary directory, with the deterministic clock and ids replays use."""
     from dsh.runtime.session import CountingIds, FixedClock, SessionStore
 
-    from ._rerun import CLOCK_START
+    from ..driver._rerun import CLOCK_START
 
     with SessionStore(tmp_path / "sessions.db", clock=FixedClock(CLOCK_START, 1), ids=CountingIds()) as store:
         yield store
@@ -416,9 +416,9 @@ def dsh_author(
     import anyio
     import yaml
 
-    from ._recording import ROOT_LOG
-    from ._rerun import record
-    from ._scenario import load_scenario
+    from ..driver._rerun import record
+    from ..driver._scenario import load_scenario
+    from ..script._recording import ROOT_LOG
 
     root = request.config.rootpath
 

@@ -73,9 +73,9 @@ from dsh.runtime.session import (
 )
 from dsh.runtime.session import UserMessage as UserMessageEvent
 
-from ._errors import ScriptError, format_call
+from ..recordings._errors import ScriptError, format_call
+from ..recordings._source import LogInfo, RecordedLog
 from ._inbox import Delivery, Positions
-from ._source import LogInfo, RecordedLog
 
 if TYPE_CHECKING:
     from ._overrides import Overrides

@@ -30,15 +30,15 @@ from dsh.runtime.llm import (
     ToolCallDelta,
 )
 
+from ..driver._prompts import unseen_note
+from ..driver._rerun import Rerun, record, rerun
+from ..driver._scenario import SCENARIO_FILE, discover, load_scenario
+from ..recordings._errors import RecordingFailed, ScriptError
+from ..script._recording import ROOT_LOG, Recording, child_logs, load_recording, stored_recording
+from ..script._script import Hang, ScriptEntry, Throw
 from ._batch import Report, holds_many, replay_all, summary_table, tally
-from ._errors import RecordingFailed, ScriptError
 from ._goldens import compare_goldens
-from ._prompts import unseen_note
-from ._recording import ROOT_LOG, Recording, child_logs, load_recording, stored_recording
 from ._report import write_scenario
-from ._rerun import Rerun, record, rerun
-from ._scenario import SCENARIO_FILE, discover, load_scenario
-from ._script import Hang, ScriptEntry, Throw
 
 __all__ = ["record_scenario", "replay_app"]
 

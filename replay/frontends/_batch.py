@@ -18,9 +18,9 @@ from rich.table import Table
 from dsh.runtime.host import count_progress
 from dsh.runtime.kernel import DshError
 
-from ._recording import ROOT_LOG
-from ._rerun import Rerun, rerun
-from ._scenario import SCENARIO_FILE, Scenario
+from ..driver._rerun import Rerun, rerun
+from ..driver._scenario import SCENARIO_FILE, Scenario
+from ..script._recording import ROOT_LOG
 
 __all__ = ["Outcome", "Report", "Tally", "holds_many", "replay_all", "summary_table", "tally"]
 

@@ -21,7 +21,7 @@ from dsh.runtime.session import (
     TurnStart,
 )
 
-from ._placeholders import CWD_PLACEHOLDER
+from ..recordings._placeholders import CWD_PLACEHOLDER
 
 __all__ = ["first_divergence", "skeleton"]
 

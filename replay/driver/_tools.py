@@ -38,11 +38,11 @@ from dsh.runtime.session import ToolResult as ToolResultEvent
 from dsh.runtime.tools import EXECUTOR, Tool, ToolCall, ToolContext, ToolResult
 from dsh.runtime.tools.definition import Execute
 
+from ..recordings._errors import ReplayMismatch
+from ..recordings._placeholders import CWD_PLACEHOLDER
+from ..recordings._source import RecordedLog
+from ..script._edits import Edit, apply_edits, recorded_edits
 from ._adapter import ReplayAdapter
-from ._edits import Edit, apply_edits, recorded_edits
-from ._errors import ReplayMismatch
-from ._placeholders import CWD_PLACEHOLDER
-from ._source import RecordedLog
 
 __all__ = ["ToolMode", "RecordedTools", "recorded_servers", "serve_recorded_tools"]
 

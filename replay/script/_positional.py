@@ -19,7 +19,7 @@ import msgspec
 
 from dsh.runtime.llm import CallKey, Finish, FinishToolCalls, StreamChunk
 
-from ._errors import OverrideError
+from ..recordings._errors import OverrideError
 from ._overrides import HangOverride, Override, Overrides, ReplaceOverride, ThrowOverride
 from ._script import ScriptEntry
 

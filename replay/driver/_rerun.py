@@ -41,22 +41,22 @@ from dsh.runtime.session import (
     write_jsonl,
 )
 
+from ..recordings._errors import RecordingFailed, ReplayMismatch, ScriptError
+from ..recordings._placeholders import CWD_PLACEHOLDER
+from ..recordings._replayed import ToolCallRecord, final_text, log_events, tool_calls
+from ..recordings._source import read_log
+from ..script._inbox import RecordedInbox
+from ..script._instructions import instruction_divergence, instruction_messages
+from ..script._recording import Recording, child_logs, load_recording
+from ..script._script import Hang, recorded_turns
+from ..script._skeleton import first_divergence, skeleton
 from ._authored import SCRIPTED, load_replies
-from ._errors import RecordingFailed, ReplayMismatch, ScriptError
 from ._hitl import RecordedCommand, recorded_commands
-from ._inbox import RecordedInbox
 from ._inputs import Action, Leave, Resume, Run, Steer, Woken, plan_of_doc, plan_of_log, plan_of_turns
-from ._instructions import instruction_divergence, instruction_messages
-from ._placeholders import CWD_PLACEHOLDER
 from ._plugin import REPLAY
 from ._prompts import gone_tools, offered_tools, recorded_tools, unseen_tools
-from ._recording import Recording, child_logs, load_recording
-from ._replayed import ToolCallRecord, final_text, log_events, tool_calls
 from ._routes import missing_key
 from ._scenario import Scenario, live_deployment, replay_deployment, scripted_deployment
-from ._script import Hang, recorded_turns
-from ._skeleton import first_divergence, skeleton
-from ._source import read_log
 
 __all__ = ["CLOCK_START", "Rerun", "golden_jsonl", "record", "rerun"]
 
@@ -250,7 +250,7 @@ async def _run_plan(
     recording: Recording | None,
     commands: Sequence[RecordedCommand] = (),
 ) -> None:
-    """Feed the primary agent its plan (see `dsh.replay._inputs`): turns run or awaited, steering queued (a scenario's
+    """Feed the primary agent its plan (see `dsh.replay.driver._inputs`): turns run or awaited, steering queued (a scenario's
     at its step; a recording's through the inbox gate, which admits it where it was logged), resumes, and the slash
     commands the recording ran between turns, each before the turn it preceded."""
     agents = ctx.get(AGENTS)

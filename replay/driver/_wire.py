@@ -51,10 +51,10 @@ from dsh.runtime.llm import (
 )
 from dsh.runtime.session import STORE
 
+from ..recordings._errors import ReplayMismatch, format_call
+from ..script._script import Hang, ScriptEntry, Throw
 from ._adapter import ReplayAdapter, called_tools, hang
-from ._errors import ReplayMismatch, format_call
 from ._plugin import REPLAY, ReplayConfig, apply_replay
-from ._script import Hang, ScriptEntry, Throw
 from ._wire_sse import EXACT_CODES, WireReply, wire_reply
 
 __all__ = ["API_KEY", "WireAdapter", "WireServer", "request_problems", "wire_replay_plugin"]

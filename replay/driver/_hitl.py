@@ -26,9 +26,9 @@ from dsh.runtime.session import (
 )
 from dsh.runtime.tools import DECIDE, Approval, ApprovalRequest
 
+from ..recordings._errors import ReplayMismatch
+from ..recordings._source import RecordedLog
 from ._adapter import ReplayAdapter
-from ._errors import ReplayMismatch
-from ._source import RecordedLog
 
 __all__ = [
     "HookMode",

@@ -25,9 +25,9 @@ import msgspec
 
 from dsh.runtime.llm import BlockAssembler, CallKey, ChunkProtocolError, Finish, StreamChunk
 
-from ._errors import OverrideError, format_call
+from ..recordings._errors import OverrideError, format_call
+from ..recordings._source import LogInfo
 from ._script import EntryKind, Hang, ScriptEntry, Throw
-from ._source import LogInfo
 
 __all__ = [
     "HangOverride",

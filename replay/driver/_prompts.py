@@ -18,10 +18,10 @@ import msgspec
 
 from dsh.runtime.session import RequestHeader, StepStart
 
+from ..recordings._replayed import log_events
+from ..recordings._source import RecordedLog
+from ..script._recording import Recording
 from ._adapter import called_tools
-from ._recording import Recording
-from ._replayed import log_events
-from ._source import RecordedLog
 
 __all__ = [
     "UNSEEN_NOTE",

@@ -17,9 +17,9 @@ from dsh.runtime.session import Replace, StepEnd, ToolCall, ToolResult
 from dsh.runtime.session import UserMessage as UserMessageEvent
 from dsh.runtime.tools import ToolContext
 
-from ._errors import ReplayMismatch, ScriptError
-from ._placeholders import CWD_PLACEHOLDER
-from ._source import RecordedLog
+from ..recordings._errors import ReplayMismatch, ScriptError
+from ..recordings._placeholders import CWD_PLACEHOLDER
+from ..recordings._source import RecordedLog
 
 __all__ = ["Edit", "apply_edits", "recorded_edits"]
 

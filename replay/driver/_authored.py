@@ -39,8 +39,8 @@ from dsh.runtime.llm import (
 )
 from dsh.runtime.session import STORE, SessionStoreProtocol
 
-from ._errors import ReplayMismatch, ScriptError
-from ._placeholders import with_cwd
+from ..recordings._errors import ReplayMismatch, ScriptError
+from ..recordings._placeholders import with_cwd
 
 __all__ = [
     "SCRIPTED",

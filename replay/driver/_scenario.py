@@ -15,14 +15,14 @@ from dsh.runtime.kernel import Deployment, PluginEntry, decode_plugin_config, lo
 from dsh.runtime.llm import wire_transport
 from dsh.runtime.session import RequestHeader, SessionTitleLlmRequest
 
+from ..recordings._errors import ScriptError
+from ..recordings._layout import SCENARIO_FILE
+from ..recordings._source import read_log
+from ..script._recording import ROOT_LOG
 from ._authored import ScriptedConfig, scripted_plugin
-from ._errors import ScriptError
 from ._hitl import HookMode
-from ._layout import SCENARIO_FILE
 from ._plugin import DEFAULT_PROVIDER, ReplayConfig
 from ._plugin import plugin as replay_plugin
-from ._recording import ROOT_LOG
-from ._source import read_log
 from ._tools import ToolMode
 
 __all__ = [
@@ -45,7 +45,7 @@ Transport = Literal["chunks", "wire"]
 """How a replay serves the recorded model calls: as chunks in place of the transport, or on the wire to the real one."""
 
 WORKSPACE_DIR = "workspace"
-DEFAULT_DEPLOYMENT = Path(__file__).with_name("default-deployment.yml")
+DEFAULT_DEPLOYMENT = Path(__file__).parents[1] / "default-deployment.yml"
 RETRY = "retry"
 """The retry plugin whose waits a replay zeroes, by its declared name."""
 TITLES = "titles"

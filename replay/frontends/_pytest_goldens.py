@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from ._scenario import Scenario
+    from ..driver._scenario import Scenario
 
 __all__ = ["PROMPT_GOLDEN", "UNSEEN_PROPERTY", "UnseenTools", "with_prompt_golden"]
 
@@ -42,7 +42,9 @@ class UnseenTools:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if not self.unseen:
             return
-        from ._prompts import unseen_note  # the replay machinery: only once a run found something to report
+        from ..driver._prompts import (
+            unseen_note,  # the replay machinery: only once a run found something to report
+        )
 
         terminalreporter.section("dsh: stale recordings")
         for tool, where in sorted(self.unseen.items()):

@@ -10,9 +10,9 @@ from pathlib import Path
 
 from dsh.runtime.session import SessionStoreProtocol, export_jsonl, import_jsonl
 
-from ._recording import ROOT_LOG
-from ._rerun import rerun
-from ._scenario import load_scenario
+from ..driver._rerun import rerun
+from ..driver._scenario import load_scenario
+from ..script._recording import ROOT_LOG
 
 __all__ = ["RerunReport", "rerun_stored", "write_scenario"]
 

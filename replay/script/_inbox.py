@@ -25,7 +25,7 @@ from dsh.runtime.session import (
     TurnStart,
 )
 
-from ._errors import ReplayMismatch
+from ..recordings._errors import ReplayMismatch
 
 __all__ = ["Delivery", "Position", "Positions", "RecordedInbox", "source_kind"]
 

@@ -41,10 +41,10 @@ from dsh.runtime.llm import (
 )
 from dsh.runtime.session import SessionInfo, SessionStoreProtocol
 
-from ._errors import RecordingEnded, ReplayMismatch, format_call
-from ._placeholders import PlaceholderError, from_request, with_cwd
-from ._recording import Recording
-from ._script import Hang, Script, ScriptEntry, Throw
+from ..recordings._errors import RecordingEnded, ReplayMismatch, format_call
+from ..recordings._placeholders import PlaceholderError, from_request, with_cwd
+from ..script._recording import Recording
+from ..script._script import Hang, Script, ScriptEntry, Throw
 
 __all__ = ["ReplayAdapter", "SessionLookup", "called_tools", "hang"]
 

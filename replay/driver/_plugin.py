@@ -13,10 +13,10 @@ from dsh.runtime.kernel import Context, Plugin, ServiceKey
 from dsh.runtime.llm import LLM, LlmAdapter
 from dsh.runtime.session import STORE
 
+from ..script._inbox import RecordedInbox
+from ..script._recording import load_recording
 from ._adapter import ReplayAdapter
 from ._hitl import HookMode, serve_recorded_approvals, serve_recorded_hooks
-from ._inbox import RecordedInbox
-from ._recording import load_recording
 from ._tools import ToolMode, serve_recorded_tools
 
 __all__ = ["DEFAULT_PROVIDER", "REPLAY", "ReplayConfig", "apply_replay", "plugin"]

@@ -10,11 +10,11 @@ from dataclasses import dataclass
 from dsh.runtime.llm import TextBlock, UserBlock
 from dsh.runtime.session import InboxSpliced, SessionEndSeed, TurnEnd, TurnStart
 
-from ._errors import ScriptError
-from ._inbox import Positions
+from ..recordings._errors import ScriptError
+from ..recordings._source import RecordedLog
+from ..script._inbox import Positions
+from ..script._script import recorded_turns
 from ._scenario import Scenario
-from ._script import recorded_turns
-from ._source import RecordedLog
 
 __all__ = [
     "Action",

@@ -13,11 +13,11 @@ import msgspec
 
 from dsh.runtime.session import SessionStoreProtocol
 
-from ._errors import ScriptError
+from ..recordings._errors import ScriptError
+from ..recordings._source import RecordedLog, read_log, stored_log
 from ._overrides import Overrides, parse_overrides
 from ._positional import positional_overrides
 from ._script import Script, derive_entries, derive_script
-from ._source import RecordedLog, read_log, stored_log
 
 __all__ = ["Recording", "load_recording", "read_overrides", "stored_recording"]
 
