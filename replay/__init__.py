@@ -49,6 +49,7 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from .script._overrides import load_overrides as load_overrides
     from .script._overrides import parse_overrides as parse_overrides
     from .script._recording import Recording as Recording
+    from .script._recording import derive_script as derive_script
     from .script._recording import load_recording as load_recording
     from .script._recording import stored_recording as stored_recording
     from .script._script import EntryKind as EntryKind
@@ -59,7 +60,6 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from .script._script import ScriptEntry as ScriptEntry
     from .script._script import Throw as Throw
     from .script._script import derive_entries as derive_entries
-    from .script._script import derive_script as derive_script
     from .script._script import recorded_turns as recorded_turns
     from .script._skeleton import first_divergence as first_divergence
     from .script._skeleton import skeleton as skeleton
@@ -180,7 +180,7 @@ _LAZY = {
     "ScriptEntry": ".script._script",
     "Throw": ".script._script",
     "derive_entries": ".script._script",
-    "derive_script": ".script._script",
+    "derive_script": ".script._recording",
     "recorded_turns": ".script._script",
     "first_divergence": ".script._skeleton",
     "skeleton": ".script._skeleton",

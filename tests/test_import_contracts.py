@@ -18,6 +18,7 @@ CONTRACTS = {
 }
 LAYERS = "runtime's layers: kernel < llm/prompt < session < tools < agent < jobs/host < cli"
 PLUGINS = "a plugin imports no other plugin, except the service keys and types of a service it uses"
+REPLAY_LAYERS = "replay's layers: recordings < script < driver < frontends"
 
 BREAKS = {
     # a lower layer reaching up
@@ -32,6 +33,12 @@ BREAKS = {
     "runtime/host/_contract_break.py": "import dsh.runtime.cli\n",
     # a new top-level module of runtime/ with no layer
     "runtime/unplaced.py": '"""A module no layer names."""\n',
+    # replay's script reaching up to the driver of a re-run
+    "replay/script/_contract_break.py": "import dsh.replay.driver._rerun\n",
+    # a new module at replay/'s top with no layer
+    "replay/unplaced.py": '"""A module no layer names."""\n',
+    # the script's knot tied again: the script importing the overrides that edit it (appended to the real module)
+    "replay/script/_script.py": "from dsh.replay.script._overrides import Overrides\n",
 }
 
 
@@ -57,7 +64,8 @@ def broken_copy(tmp_path: Path) -> Path:
     for part in ("runtime", "plugins", "replay"):
         shutil.copytree(ROOT / part, package / part, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     for path, text in BREAKS.items():
-        (package / path).write_text(text)
+        with (package / path).open("a") as file:  # a new module, or one line more in an existing one
+            file.write(text)
     return tmp_path
 
 
@@ -77,6 +85,10 @@ def test_the_contracts_name_the_layers_the_architecture_states() -> None:
         "lazy|about",
     ]
     assert CONTRACTS[PLUGINS]["modules"] == ["dsh.plugins.*"]
+    replay = CONTRACTS[REPLAY_LAYERS]
+    assert replay["containers"] == ["dsh.replay"]
+    assert replay["exhaustive"] is True
+    assert replay["layers"] == ["frontends", "driver", "script", "recordings"]
 
 
 def test_each_deliberate_break_fails_its_contract(broken_copy: Path) -> None:
@@ -88,3 +100,6 @@ def test_each_deliberate_break_fails_its_contract(broken_copy: Path) -> None:
     assert "dsh.runtime is not allowed to import dsh.plugins" in out, out
     assert "dsh.runtime.host is not allowed to import dsh.runtime.cli" in out, out
     assert "dsh.runtime.unplaced" in out, out
+    assert "dsh.replay.script is not allowed to import dsh.replay.driver" in out, out
+    assert "dsh.replay.unplaced" in out, out
+    assert "dsh.replay.script._script is not allowed to import dsh.replay.script._overrides" in out, out

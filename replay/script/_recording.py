@@ -4,6 +4,7 @@ scenario directory, from JSONL files, or from a session store."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -13,13 +14,13 @@ import msgspec
 
 from dsh.runtime.session import SessionStoreProtocol
 
-from ..recordings._errors import ScriptError
+from ..recordings._errors import ScriptError, format_call
 from ..recordings._source import RecordedLog, read_log, stored_log
 from ._overrides import Overrides, parse_overrides
 from ._positional import positional_overrides
-from ._script import Script, derive_entries, derive_script
+from ._script import Script, derive_entries, recorded_script
 
-__all__ = ["Recording", "load_recording", "read_overrides", "stored_recording"]
+__all__ = ["Recording", "derive_script", "load_recording", "read_overrides", "stored_recording"]
 
 ROOT_LOG = "session.jsonl"
 OVERRIDE_FILE = "override.json"
@@ -56,6 +57,26 @@ class Recording:
             if (provider, model) in script.windows:
                 return script.windows[(provider, model)]
         return None
+
+
+def derive_script(log: RecordedLog, overrides: Overrides | None = None) -> Script:
+    """The log's script with `overrides` applied. A call whose stream has no finish and no override covering it
+    raises `ScriptError` naming its key and where it was recorded; so does a bad chunk."""
+    recorded = recorded_script(log)
+    entries = recorded.entries
+    if overrides is not None:
+        entries = overrides.apply(entries, log.info)
+    for entry in entries:
+        if not entry.finished:
+            where = f" in {overrides.file}" if overrides is not None else " (override.json)"
+            raise ScriptError(
+                f"the stream of call {format_call(entry.call)} has no finish chunk (cancelled mid-stream, or the log "
+                f"is torn); replaying it needs an override{where}: hang, throw, replace or patch for turn "
+                f"{entry.call.turn}, step {entry.call.step}, attempt {entry.call.attempt}",
+                place=entry.place,
+                call=entry.call,
+            )
+    return dataclasses.replace(recorded, entries=entries)
 
 
 def _recording(root: RecordedLog, children: Sequence[RecordedLog], overrides: Overrides | None) -> Recording:

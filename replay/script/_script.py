@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import msgspec
 
@@ -77,9 +77,6 @@ from ..recordings._errors import ScriptError, format_call
 from ..recordings._source import LogInfo, RecordedLog
 from ._inbox import Delivery, Positions
 
-if TYPE_CHECKING:
-    from ._overrides import Overrides
-
 __all__ = [
     "EntryKind",
     "FinishKind",
@@ -89,7 +86,7 @@ __all__ = [
     "ScriptEntry",
     "Throw",
     "derive_entries",
-    "derive_script",
+    "recorded_script",
     "recorded_turns",
 ]
 
@@ -366,9 +363,16 @@ _READ = frozenset(
 
 def derive_entries(log: RecordedLog) -> tuple[tuple[ScriptEntry, ...], tuple[str, ...]]:
     """Every model call of the log as recorded, unfinished ones included, and the provider ids its request headers
-    name. `derive_script` is this plus overrides and the check that every entry finishes."""
+    name."""
+    script = recorded_script(log)
+    return script.entries, script.providers
+
+
+def recorded_script(log: RecordedLog) -> Script:
+    """The log's script as recorded: every call, unfinished ones included. `derive_script` (`_recording`, where the
+    overrides are known) is this plus the overrides and the check that every entry finishes."""
     walk = _derive(log)
-    return tuple(walk.entries), tuple(walk.providers)
+    return Script(log.info, tuple(walk.entries), tuple(walk.providers), walk.windows, tuple(walk.deliveries))
 
 
 def _derive(log: RecordedLog) -> _Deriver:
@@ -402,26 +406,6 @@ def _derive(log: RecordedLog) -> _Deriver:
     walk.close()
     walk.unanswered_title()
     return walk
-
-
-def derive_script(log: RecordedLog, overrides: Overrides | None = None) -> Script:
-    """The log's script with `overrides` applied. A call whose stream has no finish and no override covering it
-    raises `ScriptError` naming its key and where it was recorded; so does a bad chunk."""
-    walk = _derive(log)
-    entries, providers = tuple(walk.entries), tuple(walk.providers)
-    if overrides is not None:
-        entries = overrides.apply(entries, log.info)
-    for entry in entries:
-        if not entry.finished:
-            where = f" in {overrides.file}" if overrides is not None else " (override.json)"
-            raise ScriptError(
-                f"the stream of call {format_call(entry.call)} has no finish chunk (cancelled mid-stream, or the log "
-                f"is torn); replaying it needs an override{where}: hang, throw, replace or patch for turn "
-                f"{entry.call.turn}, step {entry.call.step}, attempt {entry.call.attempt}",
-                place=entry.place,
-                call=entry.call,
-            )
-    return Script(log.info, entries, providers, walk.windows, tuple(walk.deliveries))
 
 
 def recorded_turns(log: RecordedLog) -> tuple[RecordedTurn, ...]:
