@@ -1,13 +1,16 @@
 """The `replay` plugin: loads a recording and registers a `ReplayAdapter` with `LlmRuntime` under the provider ids
 the recording was made with, so a deployment replays it by swapping its live adapter plugin for this one; and
-provides the recording's inbox gate, which admits queued input where the recording spliced it."""
+provides the recording's inbox gate, which admits queued input where the recording spliced it, and the clock retry
+waits on (`RETRY_CLOCK`), on which no wait takes time."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+import anyio
 import msgspec
 
+from dsh.plugins.retry import RETRY_CLOCK
 from dsh.runtime.agent import INBOX_GATE
 from dsh.runtime.kernel import Context, Plugin, ServiceKey
 from dsh.runtime.llm import LLM, LlmAdapter
@@ -19,7 +22,7 @@ from ._adapter import ReplayAdapter
 from ._hitl import HookMode, serve_recorded_approvals, serve_recorded_hooks
 from ._tools import ToolMode, serve_recorded_tools
 
-__all__ = ["DEFAULT_PROVIDER", "REPLAY", "ReplayConfig", "apply_replay", "plugin"]
+__all__ = ["DEFAULT_PROVIDER", "NO_WAIT", "REPLAY", "NoWait", "ReplayConfig", "apply_replay", "plugin"]
 
 DEFAULT_PROVIDER = "replay"
 
@@ -63,6 +66,18 @@ REPLAY = ServiceKey[ReplayAdapter]("replay")
 """The loaded replay adapter: a driver reads `ctx.get(REPLAY).assert_consumed()` at the end of a run."""
 
 
+class NoWait:
+    """The `RetryClock` of a replay, where time is not real: the retry policy decides and logs its wait
+    (`llm/retry`'s `delayMs`) as the deployment configures it, and the wait is over at once (a checkpoint, so a
+    cancelled turn still stops there)."""
+
+    async def wait(self, ms: int) -> None:
+        await anyio.lowlevel.checkpoint()
+
+
+NO_WAIT = NoWait()
+
+
 def apply_replay(
     ctx: Context, config: ReplayConfig, serve: Callable[[ReplayAdapter], LlmAdapter] | None = None
 ) -> None:
@@ -78,6 +93,7 @@ def apply_replay(
     for provider in dict.fromkeys((*served, *config.routes)):
         llm.register(provider, transport)
     ctx.provide(REPLAY, adapter)
+    ctx.provide(RETRY_CLOCK, NO_WAIT)
     serve_recorded_tools(ctx, adapter, config.tools)
     serve_recorded_approvals(ctx, adapter)
     if config.hooks == "recorded":
@@ -95,6 +111,6 @@ plugin = Plugin(
     apply=_apply,
     config=ReplayConfig,
     needs=(LLM, STORE),
-    provides=(REPLAY, INBOX_GATE),
+    provides=(REPLAY, INBOX_GATE, RETRY_CLOCK),
     description="replays a recorded session's model calls: registers the replay adapter under its provider ids",
 )

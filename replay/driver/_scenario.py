@@ -46,8 +46,6 @@ Transport = Literal["chunks", "wire"]
 
 WORKSPACE_DIR = "workspace"
 DEFAULT_DEPLOYMENT = Path(__file__).parents[1] / "default-deployment.yml"
-RETRY = "retry"
-"""The retry plugin whose waits a replay zeroes, by its declared name."""
 TITLES = "titles"
 """The title plugin, by its declared name: a replay loads it only when the recording holds a title call (a title
 call the recording never made would have no answer to be served)."""
@@ -274,10 +272,10 @@ def _on_wire(pinned: Transport | None, asked: bool) -> bool:
 
 
 def replay_deployment(scenario: Scenario, *, pace_ms: float = 0.0, wire: bool = False) -> Deployment:
-    """The scenario's deployment with the live transport swapped for the replay plugin serving its recording, and
-    retry waits set to zero (time in a replay is not real; the overlay may set them back). With `wire` (or the
-    scenario's `transport: wire`), the replay plugin serves the recording on the wire to the transport's real
-    adapter (replay/_wire.py)."""
+    """The scenario's deployment with the live transport swapped for the replay plugin serving its recording (which
+    also provides the clock retry waits on, where no wait takes time; retry's config stays the deployment's). With
+    `wire` (or the scenario's `transport: wire`), the replay plugin serves the recording on the wire to the
+    transport's real adapter (replay/driver/_wire.py)."""
     deployment = live_deployment(scenario)
     source = scenario.directory or scenario.log
     config = ReplayConfig(
@@ -298,8 +296,6 @@ def replay_deployment(scenario: Scenario, *, pace_ms: float = 0.0, wire: bool = 
             entries.append(replay)
         elif transport is not None:
             entries.append(replay)
-        elif entry.plugin.name == RETRY and entry.id not in scenario.doc.overlay:
-            entries.append(_overlaid(entry, {"base_delay_ms": 0, "max_delay_ms": 0}))
         else:
             entries.append(entry)
     if replay not in entries:
