@@ -6,6 +6,7 @@ waits on (`RETRY_CLOCK`), on which no wait takes time."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Protocol
 
 import anyio
 import msgspec
@@ -22,7 +23,17 @@ from ._adapter import ReplayAdapter
 from ._hitl import HookMode, serve_recorded_approvals, serve_recorded_hooks
 from ._tools import ToolMode, serve_recorded_tools
 
-__all__ = ["DEFAULT_PROVIDER", "NO_WAIT", "REPLAY", "NoWait", "ReplayConfig", "apply_replay", "plugin"]
+__all__ = [
+    "DEFAULT_PROVIDER",
+    "HELD_INPUT",
+    "NO_WAIT",
+    "REPLAY",
+    "HeldInput",
+    "NoWait",
+    "ReplayConfig",
+    "apply_replay",
+    "plugin",
+]
 
 DEFAULT_PROVIDER = "replay"
 
@@ -66,6 +77,20 @@ REPLAY = ServiceKey[ReplayAdapter]("replay")
 """The loaded replay adapter: a driver reads `ctx.get(REPLAY).assert_consumed()` at the end of a run."""
 
 
+class HeldInput(Protocol):
+    """The replay's inbox gate, seen by a driver: it holds each queued input until the position its recording spliced
+    it at, and says at the end of a run what it never admitted."""
+
+    def assert_consumed(self) -> None:
+        """Raise `ReplayMismatch` for the first recorded input never queued, or queued where it was not recorded."""
+        ...
+
+
+HELD_INPUT = ServiceKey[HeldInput]("replay/held-input")
+"""The replay plugin's inbox gate (the `INBOX_GATE` it provides), for a driver: present exactly when queued input is
+held to its recorded position (steering is then queued as soon as typed, and waits there), and asked at the end."""
+
+
 class NoWait:
     """The `RetryClock` of a replay, where time is not real: the retry policy decides and logs its wait
     (`llm/retry`'s `delayMs`) as the deployment configures it, and the wait is over at once (a checkpoint, so a
@@ -99,7 +124,9 @@ def apply_replay(
     if config.hooks == "recorded":
         serve_recorded_hooks(ctx, adapter)
     logs = [(script.log.name, script.log.id, script.deliveries) for script in recording.scripts]
-    ctx.provide(INBOX_GATE, RecordedInbox(logs, adapter.bound_log))
+    gate = RecordedInbox(logs, adapter.bound_log)
+    ctx.provide(INBOX_GATE, gate)
+    ctx.provide(HELD_INPUT, gate)
 
 
 def _apply(ctx: Context, config: ReplayConfig) -> None:
@@ -111,6 +138,6 @@ plugin = Plugin(
     apply=_apply,
     config=ReplayConfig,
     needs=(LLM, STORE),
-    provides=(REPLAY, INBOX_GATE, RETRY_CLOCK),
+    provides=(REPLAY, INBOX_GATE, HELD_INPUT, RETRY_CLOCK),
     description="replays a recorded session's model calls: registers the replay adapter under its provider ids",
 )

@@ -23,7 +23,7 @@ import msgspec
 from rich.console import Console
 
 from dsh.plugins.interaction import INTERACTION
-from dsh.runtime.agent import AGENTS, EVENT, INBOX_GATE, Agent, AgentEvent, AgentOptions
+from dsh.runtime.agent import AGENTS, EVENT, Agent, AgentEvent, AgentOptions
 from dsh.runtime.host import TerminalView, hosted
 from dsh.runtime.kernel import Context, Deployment
 from dsh.runtime.llm import TextBlock, UserBlock
@@ -45,7 +45,6 @@ from ..recordings._errors import RecordingFailed, ReplayMismatch, ScriptError
 from ..recordings._placeholders import CWD_PLACEHOLDER
 from ..recordings._replayed import ToolCallRecord, final_text, log_events, tool_calls
 from ..recordings._source import read_log
-from ..script._inbox import RecordedInbox
 from ..script._instructions import instruction_divergence, instruction_messages
 from ..script._recording import Recording, child_logs, load_recording
 from ..script._script import Hang, recorded_turns
@@ -53,7 +52,7 @@ from ..script._skeleton import first_divergence, skeleton
 from ._authored import SCRIPTED, load_replies
 from ._hitl import RecordedCommand, recorded_commands
 from ._inputs import Action, Leave, Resume, Run, Steer, Woken, plan_of_doc, plan_of_log, plan_of_turns
-from ._plugin import REPLAY
+from ._plugin import HELD_INPUT, REPLAY
 from ._prompts import gone_tools, offered_tools, recorded_tools, unseen_tools
 from ._routes import missing_key
 from ._scenario import Scenario, live_deployment, replay_deployment, scripted_deployment
@@ -226,9 +225,8 @@ async def _drive(
             adapter = ctx.get(REPLAY)
             adapter.assert_consumed()
             bindings = adapter.bindings()
-        gate = ctx.get(INBOX_GATE) if ctx.has(INBOX_GATE) else None
-        if isinstance(gate, RecordedInbox):
-            gate.assert_consumed()
+        if ctx.has(HELD_INPUT):
+            ctx.get(HELD_INPUT).assert_consumed()
         if ctx.has(SCRIPTED):
             try:
                 ctx.get(SCRIPTED).assert_consumed()
@@ -279,7 +277,7 @@ async def _run_plan(
             else:
                 await event.agent.queue(_prompt(blocks, str(workspace)), target="next-step")
 
-    held = isinstance(ctx.get(INBOX_GATE) if ctx.has(INBOX_GATE) else None, RecordedInbox)
+    held = ctx.has(HELD_INPUT)
     groups: list[anyio.abc.TaskGroup] = []
     ctx.on(EVENT, steer_at_step)
     async with AsyncExitStack() as stack:

@@ -228,10 +228,17 @@ def scripted_deployment(scenario: Scenario, replies: Path) -> Deployment:
 
 def _first_route(log: Path) -> tuple[str | None, str | None]:
     """The provider and model of a recording's first request header (None where it names none)."""
-    for event, _ in read_log(log / ROOT_LOG if log.is_dir() else log).events():
+    recorded = read_log(log / ROOT_LOG if log.is_dir() else log)
+    for event, line in recorded.events():
         if event.type == RequestHeader.TAG:
-            config = msgspec.json.decode(event.data).get("header", {}).get("config", {})
-            return config.get("provider"), config.get("model")
+            try:
+                header = event.view()
+            except msgspec.DecodeError as error:
+                raise ScriptError(
+                    f"bad {event.type} (seq {event.seq}): {error}", place=recorded.place(event, line)
+                ) from None
+            assert isinstance(header, RequestHeader)  # decoded through the event table by its tag
+            return header.data.header.config.provider, header.data.header.config.model
     return None, None
 
 
