@@ -45,8 +45,8 @@ class ReplayConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_o
     `request/header` events name, or `replay` when they name none. `routes`: more provider ids to serve it under as
     well (a deployment's own routes, whatever they are called). `pace_ms`: a delay before each chunk.
     `tools`: per tool name, `live` (run it) or `recorded` (serve the recording's result); a tool not named is
-    recorded when its definition is not hermetic (see replay/_tools.py). `hooks`: `live` (the project's hooks run,
-    the default) or `recorded` (each hook run is served its recorded outcome; see replay/_hitl.py). Approvals are
+    recorded when its definition is not hermetic (see replay/driver/_tools.py). `hooks`: `live` (the project's hooks run,
+    the default) or `recorded` (each hook run is served its recorded outcome; see replay/driver/_hitl.py). Approvals are
     always decided by the recording.
     `workspace`: a directory copied into the primary live session's cwd when that cwd is empty (or missing), before
     its first model call, so the recording's tools find the files they found (`--replay SCENARIO` sets it to the

@@ -79,9 +79,9 @@ class Rerun:
     logs: list[tuple[SessionInfo, bytes]]
     view: str
     unseen_tools: tuple[str, ...] = ()
-    """Tools the deployment offered that the recording never saw (see replay/_prompts.py)."""
+    """Tools the deployment offered that the recording never saw (see replay/driver/_prompts.py)."""
 
-    # what the primary session did, for hand-written tests (see replay/_replayed.py)
+    # what the primary session did, for hand-written tests (see replay/recordings/_replayed.py)
     @property
     def events(self) -> list[StoredEvent]:
         """The primary session's replayed events (the workspace written `{{cwd}}`)."""
@@ -393,7 +393,7 @@ async def rerun(
     wire: bool = False,
 ) -> Rerun:
     """Replay `source` through the real loop and compare its skeleton with the recording's (see the module); with
-    `wire`, through the deployment's real model adapter (replay/_wire.py)."""
+    `wire`, through the deployment's real model adapter (replay/driver/_wire.py)."""
     recording = load_recording(source.directory or source.log)
     recorded_logs = [read_log(source.log), *(read_log(p) for p in _children(source))]
     deployment = replay_deployment(source, pace_ms=pace_ms, wire=wire)

@@ -82,7 +82,7 @@ class ScenarioDoc(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     before which the agent is closed and its session resumed (default: where the recording was). `model` and
     `provider`: the agent's (default: what the recording's first request header names). `tools`: per tool name, `live`
     or `recorded` in a replay (default: recorded exactly for the tools whose definition is not hermetic, such as
-    web_fetch and web_search; see replay/_tools.py). `steer`: steering typed
+    web_fetch and web_search; see replay/driver/_tools.py). `steer`: steering typed
     during a turn (see `SteerDoc`). `left_queued`: per turn N in `resume_before`, a prompt queued just before the
     agent is closed and left unclaimed (a crash), which the resumed agent's inbox starts turn N with; `inputs` then
     has no entry for turn N. `woken_turns`: turns no user input opens, which the agent's inbox starts (a background
@@ -90,7 +90,7 @@ class ScenarioDoc(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     inbox feeds the input as the log has it. `hooks`: `live` (the workspace's hooks run, the default) or `recorded`
     (each hook run is served the recorded outcome); approvals are always decided by the recording. `transport`:
     `chunks` (the recorded chunks stand in for the model transport) or `wire` (they are served as the provider's wire
-    format to the deployment's real adapter; see replay/_wire.py); unset: chunks, or wire when the run asks for it
+    format to the deployment's real adapter; see replay/driver/_wire.py); unset: chunks, or wire when the run asks for it
     (`dsh replay --wire`, the `dsh_wire_replay` ini option). `chunks` pins a recording the real adapter cannot send
     (an image held by a reference to another harness's attachment store). `prompt_golden`: keep the third
     golden, the system prompts and tool schemas the run sent (default: the `dsh_prompt_goldens` ini option)."""

@@ -107,7 +107,7 @@ class RecordedTools:
         self, execute: Execute, tool: Tool, call: ToolCall, context: ToolContext, next_: Any
     ) -> Any:
         """The `tools/executor` listener: the tool's own executor for a live tool, the recording's for the rest;
-        either way followed by the context edits the recording logged while that call ran (replay/_edits.py)."""
+        either way followed by the context edits the recording logged while that call ran (replay/script/_edits.py)."""
         chosen: Execute
         if self.mode(tool) == "live":
             live = await next_(execute)

@@ -9,7 +9,7 @@ adapter pointed at `{server}/c/{token}`, so the server knows which entry the req
 
 The server checks each request for what holds whatever the prompt says (`request_problems`: the model and settings
 the agent asked for, the tools the recording calls at that step among those offered, the roles in the order the
-provider accepts) and answers the entry as the provider would (replay/_wire_sse.py). The adapter's answer is then
+provider accepts) and answers the entry as the provider would (replay/driver/_wire_sse.py). The adapter's answer is then
 compared with the recording: the blocks it assembled (kinds, ids, names, text), the usage and the finish, or for a
 recorded failure its code and the provider's message. A difference is a `ReplayMismatch` naming the call and what
 differed. What the run logs is the recording's chunks, released as the adapter's answer reaches them, so a wire

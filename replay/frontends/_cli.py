@@ -332,7 +332,7 @@ def _goldens(directory: Path | None, result: Rerun) -> list[str] | None:
 
 
 def _note_unseen(console: Console, unseen: dict[str, list[str]]) -> None:
-    """Each tool offered that a recording never saw, once (see replay/_prompts.py)."""
+    """Each tool offered that a recording never saw, once (see replay/driver/_prompts.py)."""
     for tool, names in sorted(unseen.items()):
         console.print(
             f"[yellow]note[/] {escape(unseen_note(tool))} ({escape(', '.join(names))})", highlight=False

@@ -1,7 +1,7 @@
-"""Wire replay (replay/_wire.py): every scenario of fixtures/ replays through the real llm_openai adapter and a local
+"""Wire replay (replay/driver/_wire.py): every scenario of fixtures/ replays through the real llm_openai adapter and a local
 server with the results of chunk replay; a broken adapter (request building, stream parsing) fails it and not chunk
 replay; recorded failures are served as the provider sends them (an HTTP 429, an error mid-stream) and retried as
-recorded; and the stale-recording checks (replay/_prompts.py) hold in either mode."""
+recorded; and the stale-recording checks (replay/driver/_prompts.py) hold in either mode."""
 
 from __future__ import annotations
 
