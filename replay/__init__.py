@@ -10,7 +10,9 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from .driver._authored import load_replies as load_replies
     from .driver._authored import scripted_plugin as scripted_plugin
     from .driver._plugin import DEFAULT_PROVIDER as DEFAULT_PROVIDER
+    from .driver._plugin import HELD_INPUT as HELD_INPUT
     from .driver._plugin import REPLAY as REPLAY
+    from .driver._plugin import HeldInput as HeldInput
     from .driver._plugin import ReplayConfig as ReplayConfig
     from .driver._plugin import plugin as plugin
     from .driver._rerun import Rerun as Rerun
@@ -88,6 +90,8 @@ __all__ = [
     "first_divergence",
     "skeleton",
     "DEFAULT_PROVIDER",
+    "HELD_INPUT",
+    "HeldInput",
     "REPLAY",
     "EntryKind",
     "FinishKind",
@@ -153,6 +157,8 @@ _LAZY = {
     "CWD_PLACEHOLDER": ".recordings._placeholders",
     "with_cwd": ".recordings._placeholders",
     "DEFAULT_PROVIDER": ".driver._plugin",
+    "HELD_INPUT": ".driver._plugin",
+    "HeldInput": ".driver._plugin",
     "REPLAY": ".driver._plugin",
     "ReplayConfig": ".driver._plugin",
     "plugin": ".driver._plugin",
