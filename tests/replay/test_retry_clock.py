@@ -26,7 +26,7 @@ HOUR_MS = 3_600_000
 
 
 @pytest.fixture
-def never_sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+def never_sleeps(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Real time, the clock retry falls back to, records each wait instead of sleeping it."""
     slept: list[int] = []
 
