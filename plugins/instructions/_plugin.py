@@ -117,9 +117,7 @@ class Instructions:
             )
             if composed is not None:
                 # queued by the agent for itself at this step's end: it enters the next step (or the next turn)
-                await agent.queue(
-                    composed.content, target="next-step", source=composed.source, sender=agent.id
-                )
+                await agent.queue(composed.content, target="next-step", source=composed.source, inline=True)
 
 
 def _apply(ctx: Context, config: Config) -> None:

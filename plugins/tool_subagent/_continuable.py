@@ -16,7 +16,13 @@ from anyio.abc import TaskStatus
 
 from dsh.plugins.subagent import SubagentError, SubagentRequest, SubagentView
 from dsh.runtime.agent import Agent
-from dsh.runtime.llm import AssistantMessage, OtherSource, TextBlock, UserBlock
+from dsh.runtime.llm import (
+    AssistantMessage,
+    SubagentReportSource,
+    SubagentSettledSource,
+    TextBlock,
+    UserBlock,
+)
 from dsh.runtime.session import TurnEndData
 from dsh.runtime.tools import TOOLS, Tool, ToolContext, ToolResult
 
@@ -70,9 +76,7 @@ def report_tool(parent: Agent, child: Agent) -> Tool:
         message = await parent.queue(
             (TextBlock(f"Background subagent {child.id} reported:"), TextBlock(output)),
             target="next-step",
-            source=OtherSource(name="subagent-report"),
-            source_wire={"kind": "subagent-report", "form": "relay", "senderSessionId": child.id},
-            sender=child.id,
+            source=SubagentReportSource(form="relay", sender_session_id=child.id),
         )
         return ToolResult(f"report accepted by the agent that started you as message {message.id}")
 
@@ -155,14 +159,9 @@ async def start_continuable(
                         await parent.queue(
                             blocks,
                             target="next-turn",
-                            source=OtherSource(name="subagent-settled"),
-                            source_wire={
-                                "kind": "subagent-settled",
-                                "form": "notice",
-                                "summary": summary,
-                                "senderSessionId": child.id,
-                            },
-                            sender=child.id,
+                            source=SubagentSettledSource(
+                                form="notice", summary=summary, sender_session_id=child.id
+                            ),
                         )
                         turn = child.log.state.last_turn + 1
                 finally:
@@ -197,7 +196,7 @@ def send_message_tool(children: Children) -> Tool:
             )
         if not isinstance(text, str) or not text.strip():
             return ToolResult.error("INVALID_ARGUMENTS", "send_message needs a non-empty `message`")
-        message = await child.queue(text, sender=parent.id)
+        message = await child.queue(text)
         return ToolResult(f"message {message.id} delivered to subagent {child_id}; it becomes its next turn")
 
     return Tool(

@@ -89,7 +89,7 @@ def plan_of_log(log: RecordedLog, resumes: set[int]) -> list[Action] | None:
         view = event.view()
         if isinstance(view, InboxSpliced):
             saw_inbox = True
-            for delivery in positions.feed(view, event.data):
+            for delivery in positions.feed(view):
                 if delivery.kind != "user":
                     continue
                 if delivery.target == "next-step":

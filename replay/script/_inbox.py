@@ -9,15 +9,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import anyio
-import msgspec
 
 from dsh.runtime.agent import AGENTS, Agent, InputSource, QueueTarget, Splice
 from dsh.runtime.jobs import JOBS
-from dsh.runtime.llm import InstructionsSource, OtherSource, PluginSource, ToolSource, UserMessage, UserSource
+from dsh.runtime.llm import (
+    JobNoticeSource,
+    OtherSource,
+    SubagentReportSource,
+    SubagentSettledSource,
+    UserMessage,
+    UserMessageSource,
+)
 from dsh.runtime.session import (
     Event,
     InboxSpliced,
-    InboxSplicedData,
     InboxTarget,
     StepEnd,
     StepStart,
@@ -27,7 +32,7 @@ from dsh.runtime.session import (
 
 from ..recordings._errors import ReplayMismatch
 
-__all__ = ["Delivery", "Position", "Positions", "RecordedInbox", "source_kind"]
+__all__ = ["Delivery", "Position", "Positions", "RecordedInbox", "job_of", "sender_of", "source_kind"]
 
 Position = tuple[str, int, int] | None
 """The last boundary (`turn/start`, `step/start`, `step/end`, `turn/end`, or a claim `claim <target>`) logged
@@ -47,49 +52,43 @@ _SETTLE_S = 5.0
 """The most a held agent waits for the other tasks to block (a sender already started gets to queue its input)."""
 
 
-def source_kind(source: UserSource | PluginSource | ToolSource | InstructionsSource | OtherSource) -> str:
-    """A source's kind as the log writes it (`user`, `plugin`, `tool`, or a plugin's own such as
-    `subagent-report`)."""
-    if isinstance(source, OtherSource):
-        return source.name
-    if isinstance(source, UserSource):
-        return "user"
-    if isinstance(source, PluginSource):
-        return "plugin"
-    if isinstance(source, InstructionsSource):
-        return "agent-instructions"
-    assert isinstance(source, ToolSource)
-    return "tool"
+def source_kind(source: UserMessageSource) -> str:
+    """A source's kind as the log writes it (`user`, `plugin`, `subagent-report`, or a kind dsh does not model)."""
+    return source.name if isinstance(source, OtherSource) else str(source.__struct_config__.tag)
+
+
+def sender_of(source: UserMessageSource) -> str | None:
+    """The session that sent an input, if its source names one (a subagent's report or settled notice)."""
+    return (
+        source.sender_session_id if isinstance(source, SubagentReportSource | SubagentSettledSource) else None
+    )
+
+
+def job_of(source: UserMessageSource) -> str | None:
+    """The background job an input is the notice of, if any."""
+    return source.job_id if isinstance(source, JobNoticeSource) else None
 
 
 @dataclass(frozen=True, slots=True)
 class Delivery:
-    """One input queued in a recorded log: its target queue, the position it was spliced at, its source kind, the
-    session that sent it (`senderSessionId`, if the source names one), the message, and its key (`jobId`: the
-    background job a notice is about)."""
+    """One input queued in a recorded log: its target queue, the position it was spliced at, and the message (whose
+    source says its kind, the session that sent it and the job it is the notice of)."""
 
     target: InboxTarget
     position: Position
-    kind: str
-    sender: str | None
     message: UserMessage
-    key: str | None = None
 
+    @property
+    def kind(self) -> str:
+        return source_kind(self.message.source)
 
-class _Sender(msgspec.Struct):
-    senderSessionId: str | None = None  # the wire's own keys
-    jobId: str | None = None
+    @property
+    def sender(self) -> str | None:
+        return sender_of(self.message.source)
 
-
-class _Item(msgspec.Struct):
-    source: _Sender | None = None
-
-
-class _Inserted(msgspec.Struct):
-    inserted: list[_Item] = msgspec.field(default_factory=list)
-
-
-_INSERTED = msgspec.json.Decoder(_Inserted)
+    @property
+    def key(self) -> str | None:
+        return job_of(self.message.source)
 
 
 class Positions:
@@ -111,22 +110,12 @@ class Positions:
             return (f"claim {event.data.target}", turn, step)
         return self.current
 
-    def feed(self, event: Event, raw: str | None = None) -> list[Delivery]:
+    def feed(self, event: Event) -> list[Delivery]:
         """Move past `event`; a queued input (a splice that inserts) is returned as its deliveries."""
         if isinstance(event, InboxSpliced) and not event.data.removed_count and event.data.inserted:
-            return self._queued(event.data, raw)
+            return [Delivery(event.data.target, self.current, message) for message in event.data.inserted]
         self.current = self.after(event)
         return []
-
-    def _queued(self, data: InboxSplicedData, raw: str | None) -> list[Delivery]:
-        items = _INSERTED.decode(raw).inserted if raw is not None else []
-        out = []
-        for index, message in enumerate(data.inserted):
-            source = items[index].source if index < len(items) else None
-            sender = source.senderSessionId if source is not None else None
-            key = source.jobId if source is not None else None
-            out.append(Delivery(data.target, self.current, source_kind(message.source), sender, message, key))
-        return out
 
 
 class _Signal:
@@ -281,15 +270,13 @@ class RecordedInbox:
         source: InputSource,
         splice: Splice,
         *,
-        sender: str | None,
-        key: str | None = None,
         inline: bool = False,
     ) -> None:
         session = self._session(agent)
         if session is None:
             await splice()
             return
-        kind, sender_log = source_kind(source), self._sender_log(sender)
+        kind, sender_log, job = source_kind(source), self._sender_log(sender_of(source)), job_of(source)
         slot = next(
             (
                 s
@@ -303,7 +290,7 @@ class RecordedInbox:
                 and (s.delivery.sender is None or self._ids.get(s.delivery.sender) == sender_log)
                 # a job's notice pairs with the recorded notice of the same job (ids are numbered in the log, so a
                 # re-run's are the recording's), however the jobs' settlements were scheduled
-                and (s.delivery.key is None or s.delivery.key == key)
+                and (s.delivery.key is None or s.delivery.key == job)
             ),
             None,
         )
@@ -327,9 +314,18 @@ class RecordedInbox:
             return
         slot.taken = True
         slot.splice = splice
-        if sender is not None and sender == agent.id:
-            # an agent's input to itself (workspace instructions queued as its step ends) comes from its own loop,
-            # which cannot also wait at a boundary for it: it enters now, where the recording must have it
+        index = session.slots.index(slot)
+        if inline:
+            # the agent's own turn queued it (a hook's context, workspace instructions as its step ends): its loop
+            # cannot also wait at a boundary for it, so it enters now, after the input recorded before it here whose
+            # sender has already queued it, where the recording must have it
+            for earlier in session.slots[:index]:
+                if (
+                    earlier.taken
+                    and not earlier.spliced
+                    and earlier.delivery.position == session.positions.current
+                ):
+                    await earlier.enter(session)
             if slot.delivery.position != session.positions.current:
                 self._problems.append(
                     ReplayMismatch(
@@ -345,16 +341,14 @@ class RecordedInbox:
             await slot.enter(session)
             return
         session.notify()  # an agent held at a boundary may be waiting for this input
-        index = session.slots.index(slot)
         while not slot.spliced:
             if (
-                (inline or _idle(session.positions.current))
+                _idle(session.positions.current)
                 and session.positions.current == slot.delivery.position
                 and all(s.spliced for s in session.slots[:index])
             ):
                 # the agent is between turns: nothing of its own is logged until its next turn starts (which
-                # waits for this input), so the input enters now, in recorded order; or its own turn queued it
-                # (inline: a hook's context) where the recording has it, and waiting would wait on itself
+                # waits for this input), so the input enters now, in recorded order
                 await slot.enter(session)
                 continue
             # waits without a bound, for a reason: the input enters when its receiver reaches the recorded position,

@@ -389,7 +389,7 @@ def _derive(log: RecordedLog) -> _Deriver:
             walk.bound(view)
             walk.positions.feed(view)
         elif isinstance(view, InboxSpliced):
-            queued = walk.positions.feed(view, event.data)
+            queued = walk.positions.feed(view)
             if event.seq >= seed:
                 walk.deliveries.extend(queued)
         elif isinstance(view, RequestHeader):

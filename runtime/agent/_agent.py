@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
-import msgspec
 from anyio.abc import TaskGroup
 
 from dsh.runtime.kernel import Context
@@ -188,23 +187,19 @@ class Agent:
         *,
         target: QueueTarget = "next-turn",
         source: InputSource | None = None,
-        source_wire: dict[str, object] | None = None,
         wake: bool = True,
-        sender: str | None = None,
         before: Event | None = None,
-        key: str | None = None,
         inline: bool = False,
     ) -> UserMessage:
         """Queue one user-role message for this agent and return it. `next-turn` starts the next turn (when the
         agent is idle and `wake` is set, `serve` starts it at once); `next-step` is steering: it enters the running
         turn at its next step (or the next turn, if none is running); `next` is either, decided when the input is
-        admitted: steering while a turn runs, else the next turn (a notice that should reach the agent soonest). `source_wire` is the source as the log
-        writes it, for a source kind dsh reads as `OtherSource` (`{"kind": "subagent-report", ...}`); `sender` is the
-        session id of the agent that sent it, if an agent did (the gate pairs it with its recording). The splice is
-        logged when the inbox gate admits the input: at once, except in a replay; `before`, an event the input reports on
+        admitted: steering while a turn runs, else the next turn (a notice that should reach the agent soonest).
+        `source` says where it comes from (default: the user); a subagent's report names the sending session and a
+        job's notice its job, which the inbox gate reads to pair the input with its recording. The splice is logged
+        when the inbox gate admits the input: at once, except in a replay; `before`, an event the input reports on
         (a background job's outcome), is appended just before it, so the fact lands in the log where the input does;
-        `key` names its origin among inputs of its kind (a job's id: the gate pairs it with its recording); `inline` says
-        this agent's own running turn queues it (see `InboxGate.deliver`)."""
+        `inline` says this agent's own running turn queues it (see `InboxGate.deliver`)."""
         blocks: tuple[UserBlock, ...] = (TextBlock(content),) if isinstance(content, str) else tuple(content)
         said = source or UserSource()
         queued: list[UserMessage] = []
@@ -216,17 +211,12 @@ class Agent:
             queue: InboxTarget = target if target != "next" else ("next-step" if self.busy else "next-turn")
             admitted.append(queue)
             data = InboxSplicedData(target=queue, start=len(self.log.state.inbox[queue]), inserted=(message,))
-            written = None
-            if source_wire is not None:
-                raw = msgspec.to_builtins(data)
-                raw["inserted"][0]["source"] = source_wire
-                written = msgspec.json.encode(raw).decode()
             if before is not None:
                 await self.append(before)
-            await self.append(InboxSpliced(data=data), written=written)
+            await self.append(InboxSpliced(data=data))
             queued.append(message)
 
-        await self.gate.deliver(self, target, said, splice, sender=sender, key=key, inline=inline)
+        await self.gate.deliver(self, target, said, splice, inline=inline)
         if not queued:
             raise RuntimeError(f"the inbox gate of {self!r} returned without admitting the input")
         if wake and admitted[0] == "next-turn":

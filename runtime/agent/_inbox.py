@@ -9,7 +9,15 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from dsh.runtime.kernel import ServiceKey
-from dsh.runtime.llm import InstructionsSource, OtherSource, PluginSource, UserSource
+from dsh.runtime.llm import (
+    InstructionsSource,
+    JobNoticeSource,
+    OtherSource,
+    PluginSource,
+    SubagentReportSource,
+    SubagentSettledSource,
+    UserSource,
+)
 from dsh.runtime.session import Event, InboxTarget, StepEnd, StepStart, TurnEnd, TurnStart
 
 if TYPE_CHECKING:
@@ -33,9 +41,18 @@ QueueTarget = InboxTarget | Literal["next"]
 running when the input is admitted, else the next turn (which it starts when the agent is idle). Decided at
 admission, so a replay that admits the input at its recorded position decides as the recording did."""
 
-InputSource = UserSource | PluginSource | InstructionsSource | OtherSource
-"""Where a queued input comes from: the user, a plugin, workspace instructions, or a plugin's own kind
-(`subagent-report`, ...)."""
+InputSource = (
+    UserSource
+    | PluginSource
+    | InstructionsSource
+    | SubagentReportSource
+    | SubagentSettledSource
+    | JobNoticeSource
+    | OtherSource
+)
+"""Where a queued input comes from: the user, a plugin, workspace instructions, a background subagent (its report,
+its settled turn's notice: each names the sending session), a background job's notice (naming the job), or a kind
+dsh does not model. A gate that pairs input with a recording reads the sender and the job from the source."""
 
 Splice = Callable[[], Awaitable[None]]
 """Appends the queued input's `agent/inbox/spliced`: the gate calls it once, when it admits the input."""
@@ -51,15 +68,13 @@ class InboxGate(Protocol):
         source: InputSource,
         splice: Splice,
         *,
-        sender: str | None,
-        key: str | None = None,
         inline: bool = False,
     ) -> None:
         """Admit an input from `source` for `agent`'s `target` queue by awaiting `splice()` (now or later); returns
-        after it. `sender`: the session id of the agent that sent it (None: the user, or the host); `key`: what else names the input's origin
-        among inputs of its kind (a background job's id), so a replay pairs it with its recorded counterpart. `inline`: the
-        agent's own turn queues it (a hook's context, a Stop hook's continuation), so it cannot wait for the agent's
-        next boundary: a gate admits it now when the agent is where the input is due."""
+        after it. `source` says who sent it (a subagent's session id, a job's id), so a replay pairs it with its
+        recorded counterpart. `inline`: the agent's own turn queues it (a hook's context, a Stop hook's continuation,
+        workspace instructions at a step's end), so it cannot wait for the agent's next boundary: a gate admits it
+        now."""
         ...
 
     async def boundary(self, agent: Agent, event: Event) -> None:
@@ -78,8 +93,6 @@ class ImmediateGate:
         source: InputSource,
         splice: Splice,
         *,
-        sender: str | None,
-        key: str | None = None,
         inline: bool = False,
     ) -> None:
         await splice()

@@ -28,7 +28,7 @@ from anyio.abc import TaskStatus
 
 from dsh.runtime.agent import Agent
 from dsh.runtime.kernel import ServiceKey
-from dsh.runtime.llm import OtherSource, TextBlock
+from dsh.runtime.llm import JobNoticeSource, TextBlock
 from dsh.runtime.session import JobKind, JobSettled, JobSettledData, JobStarted, JobStartedData
 
 __all__ = [
@@ -48,8 +48,8 @@ __all__ = [
 
 JobStatus = Literal["running", "completed", "killed", "failed"]
 
-NOTICE_SOURCE = "job-settled"
-"""The source kind of a settlement notice, as the log writes it."""
+NOTICE_SOURCE = str(JobNoticeSource.__struct_config__.tag)
+"""The source kind of a settlement notice, as the log writes it (`job-settled`: `JobNoticeSource`)."""
 
 LOST = "the process that ran it ended before it settled"
 """The error of a job its log shows started and never settled (dsh was killed while it ran)."""
@@ -271,10 +271,8 @@ class Jobs:
             await agent.queue(
                 (TextBlock(f"{summary} Read it with job_output (job_id {job.id})."),),
                 target="next",
-                source=OtherSource(name=NOTICE_SOURCE),
-                source_wire={"kind": NOTICE_SOURCE, "form": "notice", "summary": summary, "jobId": job.id},
+                source=JobNoticeSource(form="notice", summary=summary, job_id=job.id),
                 before=job.settled_event(),
-                key=job.id,
             )
             logged = True
         finally:

@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from ._content import ImageBlock as ImageBlock
     from ._content import InstructionChange as InstructionChange
     from ._content import InstructionsSource as InstructionsSource
+    from ._content import JobNoticeSource as JobNoticeSource
     from ._content import Message as Message
     from ._content import MessageId as MessageId
     from ._content import MessageSource as MessageSource
@@ -38,6 +39,8 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from ._content import OtherSource as OtherSource
     from ._content import PluginSource as PluginSource
     from ._content import ReasoningBlock as ReasoningBlock
+    from ._content import SubagentReportSource as SubagentReportSource
+    from ._content import SubagentSettledSource as SubagentSettledSource
     from ._content import TextBlock as TextBlock
     from ._content import ToolCallBlock as ToolCallBlock
     from ._content import ToolResultBlock as ToolResultBlock
@@ -45,6 +48,7 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from ._content import ToolSource as ToolSource
     from ._content import UserBlock as UserBlock
     from ._content import UserMessage as UserMessage
+    from ._content import UserMessageSource as UserMessageSource
     from ._content import UserSource as UserSource
     from ._errors import ChunkProtocolError as ChunkProtocolError
     from ._errors import ContextWindowError as ContextWindowError
@@ -104,6 +108,10 @@ __all__ = [
     "InstructionChange",
     "InstructionsSource",
     "OtherSource",
+    "UserMessageSource",
+    "SubagentSettledSource",
+    "SubagentReportSource",
+    "JobNoticeSource",
     "PluginSource",
     "ProviderConflictError",
     "ReasoningBlock",
@@ -169,6 +177,10 @@ _LAZY = {
     "InstructionChange": "._content",
     "InstructionsSource": "._content",
     "OtherSource": "._content",
+    "UserMessageSource": "._content",
+    "SubagentSettledSource": "._content",
+    "SubagentReportSource": "._content",
+    "JobNoticeSource": "._content",
     "PluginSource": "._content",
     "ReasoningBlock": "._content",
     "TextBlock": "._content",

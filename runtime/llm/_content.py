@@ -19,6 +19,7 @@ __all__ = [
     "CallId",
     "ContentBlock",
     "ImageBlock",
+    "JobNoticeSource",
     "Message",
     "MessageId",
     "MessageSource",
@@ -26,6 +27,8 @@ __all__ = [
     "OtherSource",
     "PluginSource",
     "ReasoningBlock",
+    "SubagentReportSource",
+    "SubagentSettledSource",
     "TextBlock",
     "ToolCallBlock",
     "ToolResultBlock",
@@ -33,6 +36,7 @@ __all__ = [
     "ToolSource",
     "UserBlock",
     "UserMessage",
+    "UserMessageSource",
     "UserSource",
 ]
 
@@ -161,15 +165,78 @@ class InstructionsSource(
     changes: tuple[InstructionChange, ...] = ()
 
 
+class SubagentReportSource(
+    msgspec.Struct,
+    frozen=True,
+    tag_field="kind",
+    tag="subagent-report",
+    rename="camel",
+    omit_defaults=True,
+    kw_only=True,
+):
+    """What a background subagent sent its parent with its `report` tool, as the original writes it:
+    `subagent-report{form: relay, senderSessionId}`. `sender_session_id` (wire `senderSessionId`) is the child's
+    session id: a replay pairs the report with the live child bound to the recorded one."""
+
+    form: str | None = None
+    sender_session_id: str | None = None
+
+
+class SubagentSettledSource(
+    msgspec.Struct,
+    frozen=True,
+    tag_field="kind",
+    tag="subagent-settled",
+    rename="camel",
+    omit_defaults=True,
+    kw_only=True,
+):
+    """The notice a continuable subagent's settled turn sends its parent, as the original writes it:
+    `subagent-settled{form: notice, summary, senderSessionId}` (`summary`: the notice's first line)."""
+
+    form: str | None = None
+    summary: str | None = None
+    sender_session_id: str | None = None
+
+
+class JobNoticeSource(
+    msgspec.Struct,
+    frozen=True,
+    tag_field="kind",
+    tag="job-settled",
+    rename="camel",
+    omit_defaults=True,
+    kw_only=True,
+):
+    """The notice a settled background job sends its agent: `job-settled{form: notice, summary, jobId}` (dsh's own
+    kind: the original has no background jobs of its own). `job_id` (wire `jobId`) names the job: a replay pairs the
+    notice with the recorded notice of the same job, however the jobs' settlements were scheduled."""
+
+    form: str | None = None
+    summary: str | None = None
+    job_id: str | None = None
+
+
 class OtherSource(msgspec.Struct, frozen=True, tag_field="kind", tag="other", kw_only=True):
-    """A source kind dsh does not model: the original's plugins add their own (`subagent-report`,
-    `subagent-settled`, ...). `name` is the kind as written (the session log reads such a message as this, and keeps
-    the source as written); the message is history like any other user-role message."""
+    """A source kind dsh does not model: the original's plugins add their own (`agent-message`, `goal`, ...).
+    `name` is the kind as written (the session log reads such a message as this, and keeps the source as written);
+    the message is history like any other user-role message."""
 
     name: str
 
 
-MessageSource = UserSource | PluginSource | ToolSource | ModelSource | InstructionsSource | OtherSource
+UserMessageSource = (
+    UserSource
+    | PluginSource
+    | ToolSource
+    | InstructionsSource
+    | SubagentReportSource
+    | SubagentSettledSource
+    | JobNoticeSource
+    | OtherSource
+)
+"""Where a user-role message comes from (wire `source`, tagged by `kind`)."""
+MessageSource = UserMessageSource | ModelSource
 
 
 class UserMessage(msgspec.Struct, frozen=True, tag_field="role", tag="user", kw_only=True):
@@ -177,7 +244,7 @@ class UserMessage(msgspec.Struct, frozen=True, tag_field="role", tag="user", kw_
 
     id: MessageId
     content: tuple[UserBlock, ...]
-    source: UserSource | PluginSource | ToolSource | InstructionsSource | OtherSource = UserSource()
+    source: UserMessageSource = UserSource()
 
 
 class AssistantMessage(msgspec.Struct, frozen=True, tag_field="role", tag="assistant", kw_only=True):

@@ -18,7 +18,16 @@ from typing import Any, ClassVar, Literal, get_args
 
 import msgspec
 
-from dsh.runtime.llm import AssistantBlock, CallKey, LlmFailure, StreamChunk, TextBlock, TokenUsage, ToolSpec
+from dsh.runtime.llm import (
+    AssistantBlock,
+    CallKey,
+    LlmFailure,
+    MessageSource,
+    StreamChunk,
+    TextBlock,
+    TokenUsage,
+    ToolSpec,
+)
 from dsh.runtime.llm import AssistantMessage as ModelReply
 from dsh.runtime.llm import UserMessage as UserTurnMessage
 
@@ -822,7 +831,7 @@ def _message_id(data: dict[str, Any], seq: int) -> None:
         data["id"] = f"seq-{seq}"  # an older log's message has no id: the event's seq names it, stably
 
 
-_SOURCE_KINDS = frozenset({"user", "plugin", "tool", "model", "agent-instructions", "other"})
+_SOURCE_KINDS = frozenset(str(cls.__struct_config__.tag) for cls in get_args(MessageSource))
 
 
 def _source_kind(message: dict[str, Any]) -> None:

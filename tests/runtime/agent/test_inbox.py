@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 from dsh.runtime.agent import AGENTS
-from dsh.runtime.llm import OtherSource, TextBlock, UserMessage
+from dsh.runtime.llm import SubagentReportSource, TextBlock, UserMessage
 from dsh.runtime.session import STORE, SessionStoreProtocol
 from dsh.runtime.tools import Tool, ToolContext
 
@@ -111,8 +111,7 @@ async def test_a_prompt_queued_while_idle_starts_a_turn(tmp_path: Path) -> None:
         async with ctx.get(AGENTS).create(OPTIONS) as agent:
             await agent.queue(
                 "Background subagent x reported: done",
-                source=OtherSource(name="subagent-report"),
-                source_wire={"kind": "subagent-report", "form": "relay", "senderSessionId": "x"},
+                source=SubagentReportSource(form="relay", sender_session_id="x"),
             )
             with anyio.fail_after(5):
                 await agent.wait_turn_end(1)

@@ -14,8 +14,11 @@ from dsh.runtime.llm import (
     FinishError,
     Message,
     MessageId,
+    SubagentReportSource,
+    SubagentSettledSource,
     TextDelta,
     TokenUsage,
+    UserMessage,
     decode_chunk,
     encode_chunk,
 )
@@ -108,7 +111,7 @@ def _recorded_messages() -> list[tuple[str, dict[str, object]]]:
                 out.append((f"{path.parent.name}:{line_no}", event["data"]))
             elif event["type"] in ("assistant/message", "tool/result") and "message" in event["data"]:
                 out.append((f"{path.parent.name}:{line_no}", event["data"]["message"]))
-    # a source kind a plugin of the original adds (`subagent-report`, ...) reads as OtherSource: not this test's
+    # a source kind dsh does not model reads as OtherSource, keeping the payload as written: not this test's
     return [(where, m) for where, m in out if _source_kind(m) in _MODELLED_SOURCES]
 
 
@@ -117,7 +120,7 @@ def _source_kind(message: dict[str, object]) -> object:
     return source.get("kind") if isinstance(source, dict) else None
 
 
-_MODELLED_SOURCES = {"user", "plugin", "tool", "model"}
+_MODELLED_SOURCES = {"user", "plugin", "tool", "model", "subagent-report", "subagent-settled"}
 MESSAGES = _recorded_messages()
 
 
@@ -126,6 +129,26 @@ MESSAGES = _recorded_messages()
 UNMODELLED_PLUGIN_SOURCE_FIELDS = {"sections"}
 #: Likewise of a user source: the original's ACP front end writes the JSON-RPC id of the prompt (`rpcId`).
 UNMODELLED_USER_SOURCE_FIELDS = {"rpcId"}
+
+
+def test_the_originals_subagent_sources_decode_typed_and_reencode_unchanged() -> None:
+    """The original's `subagent-report` and `subagent-settled` sources are typed (the sender's session id read),
+    not `OtherSource`, and keep their bytes."""
+    seen: set[type] = set()
+    for where, payload in MESSAGES:
+        source = payload["source"]
+        assert isinstance(source, dict)
+        if source["kind"] not in ("subagent-report", "subagent-settled"):
+            continue
+        message = msgspec.json.decode(json.dumps(payload), type=UserMessage)
+        assert isinstance(message.source, SubagentReportSource | SubagentSettledSource), where
+        assert message.source.sender_session_id == source["senderSessionId"], where
+        assert (
+            msgspec.json.encode(message.source)
+            == json.dumps(source, separators=(",", ":"), ensure_ascii=False).encode()
+        ), where
+        seen.add(type(message.source))
+    assert seen == {SubagentReportSource, SubagentSettledSource}
 
 
 def test_every_recorded_message_decodes_and_reencodes_unchanged() -> None:
