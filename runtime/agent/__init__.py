@@ -61,6 +61,9 @@ from ._registry import AGENTS as AGENTS
 from ._registry import AgentRegistry as AgentRegistry
 from ._registry import last_turn_end as last_turn_end
 from ._registry import plugin as plugin
+from ._state import SNAPSHOT_FORM as SNAPSHOT_FORM
+from ._state import AgentState as AgentState
+from ._state import InboxItem as InboxItem
 
 __all__ = [
     "ABORTED",
@@ -104,6 +107,9 @@ __all__ = [
     "Compacted",
     "AgentOptions",
     "AgentRegistry",
+    "AgentState",
+    "InboxItem",
+    "SNAPSHOT_FORM",
     "Block",
     "ErrorDecision",
     "Fail",
