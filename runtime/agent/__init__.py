@@ -1,4 +1,5 @@
-"""The agent loop: agents over the session log, their options, the turn, the loop's events and the `agent` plugin."""
+"""The agent loop: agents over the session log, their options, their state (`AgentState`, the fold of their own log),
+the turn, the loop's events and the `agent` plugin (README.md)."""
 
 from ._agent import Agent as Agent
 from ._agent import AgentOptions as AgentOptions
