@@ -237,7 +237,7 @@ class _Turn:
                 )
             for extra in step_input:
                 await agent.append(UserMessageEvent(data=extra, surface_op="append"))
-            if snapshot and snapshot != agent.snapshot:  # the log's state: the newest snapshot on the surface
+            if snapshot and snapshot != agent.snapshot:  # the agent's state: the newest on the surface
                 await self.user_message((TextBlock(snapshot),), _SNAPSHOT_SOURCE)
             route = await agent.ctx.waterfall(
                 REQUEST,
