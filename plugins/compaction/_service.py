@@ -348,7 +348,7 @@ class Compaction:
                 source_event_seqs=(start.seq, record.seq, *seqs),
             )
         )
-        # a snapshot the checkpoint shadowed has left the surface: the loop, reading the log's state, sends the
+        # a snapshot the checkpoint shadowed has left the surface: the loop, reading the agent's state, sends the
         # runtime context again, as it would for an agent resumed from this log
         await agent.append(CompactionEnd(data=BracketData(compaction_id=compaction_id, turn=turn)))
         return compaction_id, seqs, None

@@ -1,4 +1,5 @@
-"""The agent loop: agents over the session log, their options, the turn, the loop's events and the `agent` plugin."""
+"""The agent loop: agents over the session log, their options, their state (`AgentState`, the fold of their own log),
+the turn, the loop's events and the `agent` plugin (README.md)."""
 
 from ._agent import Agent as Agent
 from ._agent import AgentOptions as AgentOptions
@@ -61,6 +62,9 @@ from ._registry import AGENTS as AGENTS
 from ._registry import AgentRegistry as AgentRegistry
 from ._registry import last_turn_end as last_turn_end
 from ._registry import plugin as plugin
+from ._state import SNAPSHOT_FORM as SNAPSHOT_FORM
+from ._state import AgentState as AgentState
+from ._state import InboxItem as InboxItem
 
 __all__ = [
     "ABORTED",
@@ -104,6 +108,9 @@ __all__ = [
     "Compacted",
     "AgentOptions",
     "AgentRegistry",
+    "AgentState",
+    "InboxItem",
+    "SNAPSHOT_FORM",
     "Block",
     "ErrorDecision",
     "Fail",

@@ -1,7 +1,8 @@
 """`Agent`: one session being driven by the loop (its log writer, its scoped context, its options, its inbox) and
 `AgentOptions`, what an agent is created with. The agent owns what the loop reads back from its own log: the
-projected messages, the last request header, the last request context, the last runtime-context snapshot and the
-input waiting in its inbox (each queue mutation is an `agent/inbox/spliced` event, so the inbox is the log's)."""
+projected messages (the log's surface) and, through its fold `AgentState`, the last request header, the last request
+context, the last runtime-context snapshot and the input waiting in its inbox (each queue mutation is an
+`agent/inbox/spliced` event, so the inbox is the log's)."""
 
 from __future__ import annotations
 
@@ -28,7 +29,6 @@ from dsh.runtime.session import (
     AbortKind,
     EpochHeader,
     Event,
-    InboxItem,
     InboxSpliced,
     InboxSplicedData,
     InboxTarget,
@@ -46,6 +46,7 @@ from dsh.runtime.session import ToolResultData as _ResultData
 from ._events import EVENT, AgentEvent
 from ._inbox import BOUNDARY_TYPES, INBOX_GATE, ImmediateGate, InboxGate, InputSource, QueueTarget
 from ._outcome import TurnOutcome
+from ._state import AgentState, InboxItem
 
 if TYPE_CHECKING:
     from ._registry import AgentRegistry
@@ -73,18 +74,19 @@ class AgentOptions:
 
 
 class Agent:
-    """One live session: `log` (the only writer of it), `ctx` (a scope of its own: per-agent tools and
-    listeners), `options`. Input is queued (`queue`): a prompt between turns starts the next turn (`serve`, run by
+    """One live session: `log` (the only writer of it), `state` (the agent's fold of that log, fed by it), `ctx` (a
+    scope of its own: per-agent tools and listeners), `options`. Input is queued (`queue`): a prompt between turns starts the next turn (`serve`, run by
     the registry while the agent is open, starts it), steering queued during a turn enters at its next step. `run`
     queues a prompt and runs its turn. Turns run one at a time. What the loop reads back from its own log (the
     messages, the last request header and context, the runtime-context snapshot, the inbox) is derived from the
-    log's state, never stored on the agent."""
+    log (its surface, and `state`), never stored on the agent."""
 
     def __init__(
         self,
         registry: AgentRegistry,
         ctx: Context,
         log: SessionLog,
+        state: AgentState,
         options: AgentOptions,
         *,
         parent: Agent | None = None,
@@ -93,6 +95,7 @@ class Agent:
         self.registry = registry
         self.ctx = ctx
         self.log = log
+        self._state = state
         self.options = options
         self.parent = parent
         self._messages: dict[int, Message] = {}
@@ -122,20 +125,26 @@ class Agent:
         return self.info.delegation_depth
 
     @property
+    def state(self) -> AgentState:
+        """What this agent derives from its log (header, request context, snapshots, inbox, settled jobs): the fold
+        its log was opened with, fed with every append."""
+        return self._state
+
+    @property
     def header(self) -> EpochHeader | None:
-        """The session's latest `request/header` snapshot (inherited prefix included), from the log's state."""
-        return self.log.state.header
+        """The session's latest `request/header` snapshot (inherited prefix included), from the agent's state."""
+        return self._state.header
 
     @property
     def request_context(self) -> RequestContextData | None:
         """The session's latest `request/context`; the loop logs a new one only when a step's provider, model or
         context window differs from it."""
-        return self.log.state.request_context
+        return self._state.request_context
 
     @property
     def snapshot(self) -> str | None:
         """The newest runtime-context snapshot on the surface; the loop sends the context again when it differs."""
-        return self.log.state.snapshot
+        return self._state.snapshot_on(self.log.state.surface.nodes)
 
     def messages(self) -> tuple[Message, ...]:
         """The model-visible history: the log's surface, as messages (empty assistant messages skipped)."""
@@ -163,8 +172,8 @@ class Agent:
         return self.log.state.open_turn is not None
 
     def pending(self, target: InboxTarget) -> tuple[InboxItem, ...]:
-        """The input waiting in queue `target`, oldest first (the log's state)."""
-        return tuple(self.log.state.inbox[target])
+        """The input waiting in queue `target`, oldest first (the agent's state)."""
+        return tuple(self._state.inbox[target])
 
     async def append(self, event: Event, *, written: str | None = None) -> StoredEvent:
         """Append `event` to the log and tell `agent/event` listeners (`written`: see `SessionLog.append`). A turn or
@@ -210,7 +219,7 @@ class Agent:
             message = UserMessage(id=MessageId(self.log.ids.new_id("message")), content=blocks, source=said)
             queue: InboxTarget = target if target != "next" else ("next-step" if self.busy else "next-turn")
             admitted.append(queue)
-            data = InboxSplicedData(target=queue, start=len(self.log.state.inbox[queue]), inserted=(message,))
+            data = InboxSplicedData(target=queue, start=len(self._state.inbox[queue]), inserted=(message,))
             if before is not None:
                 await self.append(before)
             await self.append(InboxSpliced(data=data))

@@ -42,7 +42,6 @@ from dsh.runtime.llm import (
 )
 from dsh.runtime.prompt import SYSTEM_PROMPT, AssembleContext, render_context_snapshot, render_prompt
 from dsh.runtime.session import (
-    SNAPSHOT_FORM,
     AbortKind,
     AbortReason,
     AssistantChunk,
@@ -100,8 +99,9 @@ from ._events import (
     TurnStopping,
 )
 from ._outcome import TurnOutcome
+from ._state import SNAPSHOT_FORM
 
-__all__ = ["ABORTED", "SNAPSHOT_FORM", "NoModelError", "TurnLimitError", "assemble_context_for", "run_turn"]
+__all__ = ["ABORTED", "NoModelError", "TurnLimitError", "assemble_context_for", "run_turn"]
 
 ABORTED = "ABORTED"
 _SNAPSHOT_SOURCE = PluginSource(plugin="system-prompt", form=SNAPSHOT_FORM)
@@ -237,7 +237,7 @@ class _Turn:
                 )
             for extra in step_input:
                 await agent.append(UserMessageEvent(data=extra, surface_op="append"))
-            if snapshot and snapshot != agent.snapshot:  # the log's state: the newest snapshot on the surface
+            if snapshot and snapshot != agent.snapshot:  # the agent's state: the newest on the surface
                 await self.user_message((TextBlock(snapshot),), _SNAPSHOT_SOURCE)
             route = await agent.ctx.waterfall(
                 REQUEST,
@@ -281,9 +281,9 @@ class _Turn:
 
     async def log_header(self, header: EpochHeader) -> None:
         """`request/header` when it differs from the one this run last wrote (`initial` for the log's first,
-        `resume` for the first of a run over a log that has one, `change` after that); read from the log's state."""
+        `resume` for the first of a run over a log that has one, `change` after that); read from the agent's state."""
         agent = self.agent
-        state = agent.log.state
+        state = agent.state
         if state.header_written and header == state.header:
             return
         reason: HeaderReason = (

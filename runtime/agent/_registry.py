@@ -17,6 +17,7 @@ from dsh.runtime.tools import TOOLS
 
 from ._agent import Agent, AgentOptions
 from ._events import SESSION_END, SESSION_START, SessionClosing, SessionOpened
+from ._state import AgentState
 
 __all__ = ["AGENTS", "AgentRegistry", "last_turn_end", "plugin"]
 
@@ -111,12 +112,13 @@ class AgentRegistry:
         source: str,
     ) -> AsyncIterator[Agent]:
         # a fresh session has nothing to repair and no seed to mark (spec §1.9); any other is resumed
-        async with open_log(self.store, session_id, repair=not fresh) as log:
+        state = AgentState()
+        async with open_log(self.store, session_id, repair=not fresh, folds=(state,)) as log:
             scope = self._ctx.scoped(f"agent:{session_id}")
             try:
                 try:
                     async with anyio.create_task_group() as group:
-                        agent = Agent(self, scope, log, options, parent=parent, tasks=group)
+                        agent = Agent(self, scope, log, state, options, parent=parent, tasks=group)
                         self._live[session_id] = agent
                         # before `serve`: what a session-start listener queues waits for the first turn
                         await agent.ctx.emit(SESSION_START, SessionOpened(agent, source))

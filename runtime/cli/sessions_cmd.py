@@ -559,13 +559,24 @@ def import_(
     if not file.is_file():
         what = "a directory" if file.is_dir() else "no such file"
         raise SessionError(f"{file}: {what}; expected a JSONL session log (format version 0)")
+    from dsh.runtime.agent import (
+        AgentState,
+    )  # here: the other sessions commands do not load the agent package
+
     console = terminal_stderr()
     with _open(store) as opened:
+        # the agent's fold checks what an agent will read back (its inbox): a log it could not open is refused here
         if console is None:
-            info = import_jsonl(opened, file, limits=JsonLimits(max_line=max_line))
+            info = import_jsonl(opened, file, limits=JsonLimits(max_line=max_line), folds=(AgentState(),))
         else:
             with ByteProgress(console, f"importing {file.name}", file.stat().st_size) as progress:
-                info = import_jsonl(opened, file, progress=progress, limits=JsonLimits(max_line=max_line))
+                info = import_jsonl(
+                    opened,
+                    file,
+                    progress=progress,
+                    limits=JsonLimits(max_line=max_line),
+                    folds=(AgentState(),),
+                )
         length = opened.length(info.id)
     if as_json:
         typer.echo(json.dumps({"id": info.id}))

@@ -282,7 +282,7 @@ class Jobs:
                 # background work has stopped
                 if not job.settled:
                     job._settle("killed", reason="its agent closed")
-                if job.id not in agent.log.state.settled_jobs:
+                if job.id not in agent.state.settled_jobs:
                     agent.log.append(job.settled_event())
 
 

@@ -115,6 +115,7 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from ._events import decode_data as decode_data
     from ._events import encode_data as encode_data
     from ._events import event_tags as event_tags
+    from ._fold import LogFold as LogFold
     from ._jsonl import event_line as event_line
     from ._jsonl import export_jsonl as export_jsonl
     from ._jsonl import import_jsonl as import_jsonl
@@ -136,8 +137,6 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from ._rows import SQLITE_MAGIC as SQLITE_MAGIC
     from ._rows import STORE_TABLES as STORE_TABLES
     from ._rows import read_listing as read_listing
-    from ._rules import SNAPSHOT_FORM as SNAPSHOT_FORM
-    from ._rules import InboxItem as InboxItem
     from ._rules import LogState as LogState
     from ._rules import SurfaceNode as SurfaceNode
     from ._services import Clock as Clock
@@ -213,7 +212,6 @@ __all__ = [
     "HookResult",
     "HookResultData",
     "IdMinter",
-    "InboxItem",
     "InboxSpliced",
     "InboxSplicedData",
     "InboxTarget",
@@ -230,6 +228,7 @@ __all__ = [
     "LlmRetryData",
     "LlmRetryStarted",
     "LlmRetryStartedData",
+    "LogFold",
     "LogFormatError",
     "LogGapError",
     "LogRuleError",
@@ -251,7 +250,6 @@ __all__ = [
     "RequestHeader",
     "RequestHeaderData",
     "SCHEMA_VERSION",
-    "SNAPSHOT_FORM",
     "SQLITE_MAGIC",
     "STORE",
     "STORE_TABLES",
@@ -473,8 +471,7 @@ _LAZY = {
     "closers": "._repair",
     "load_state": "._repair",
     "resume": "._repair",
-    "SNAPSHOT_FORM": "._rules",
-    "InboxItem": "._rules",
+    "LogFold": "._fold",
     "LogState": "._rules",
     "SurfaceNode": "._rules",
     "Clock": "._services",

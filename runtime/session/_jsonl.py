@@ -4,7 +4,7 @@ name the line) and writing (header, events verbatim, runs of deltas packed into 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -24,6 +24,7 @@ from ._events import (
     SurfaceOp,
     encode_data,
 )
+from ._fold import LogFold
 from ._protocol import SessionStoreProtocol
 from ._rules import LogState
 from ._store import SessionInfo, SpawnedBy
@@ -232,26 +233,37 @@ def _unpack(kind: str, raw: bytes, line: int, file: str) -> list[StoredEvent]:
 
 
 def read_jsonl(
-    lines: Iterable[bytes], *, file: str = "", limits: JsonLimits | None = None, check_chunks: bool = False
+    lines: Iterable[bytes],
+    *,
+    file: str = "",
+    limits: JsonLimits | None = None,
+    check_chunks: bool = False,
+    folds: Sequence[LogFold] = (),
 ) -> tuple[ParsedHeader, Iterator[StoredEvent]]:
     """Parse a log: the header now, the events lazily. Every event is checked against the log's rules as it is
     yielded; the first broken rule raises `LogFormatError` naming the line (and the rule). Each line is held to
     `limits` (nesting depth, 64-bit integers) before it is decoded, and must be UTF-8. `check_chunks` also decodes
     every chunk (import does: the store must hold no chunk its readers refuse); a reader that decodes the chunks
-    itself (replay) leaves it off and reports a bad one in its own terms."""
+    itself (replay) leaves it off and reports a bad one in its own terms. `folds` are fed the events as the rules
+    are (`LogFold`): a fold's refusal is a broken rule like the others."""
     limits = limits or JsonLimits()
     source = iter(lines)
     first = next(source, None)
     if first is None or not first.strip():
         raise _fail("the file is empty: expected the session header", "header.missing", 1, file)
     header = _parse_header(first, file, limits)
-    return header, _events(source, header, file, limits, check_chunks)
+    return header, _events(source, header, file, limits, check_chunks, folds)
 
 
 def _events(
-    source: Iterator[bytes], header: ParsedHeader, file: str, limits: JsonLimits, check_chunks: bool
+    source: Iterator[bytes],
+    header: ParsedHeader,
+    file: str,
+    limits: JsonLimits,
+    check_chunks: bool,
+    folds: Sequence[LogFold],
 ) -> Iterator[StoredEvent]:
-    state = LogState()
+    state = LogState(folds=folds)
     blank: int | None = None
     for number, raw in enumerate(source, 2):
         if not raw.strip():
@@ -429,6 +441,7 @@ def import_jsonl(
     *,
     progress: Callable[[int], None] | None = None,
     limits: JsonLimits | None = None,
+    folds: Sequence[LogFold] = (),
 ) -> SessionInfo:
     """Import a JSONL log as a new session (a fresh id; the file's id is kept as `imported_from`). The whole file
     is checked inside one transaction: a bad file raises `LogFormatError` and leaves the store unchanged.
@@ -438,11 +451,12 @@ def import_jsonl(
     once per line, so a caller drawing a bar should throttle its own redraws.
 
     `limits` bounds what one line may hold (default `JsonLimits()`: 50 MiB, nesting 128): a longer line is refused
-    with its number before it is read whole."""
+    with its number before it is read whole. `folds` check the events as the log's rules do (`read_jsonl`): the CLI
+    passes the agent's, so a log an agent could not open is refused at the door."""
     path = Path(path)
     limits = limits or JsonLimits()
     parsed, events = read_jsonl(
-        _lines(path, progress, limits.max_line), file=str(path), limits=limits, check_chunks=True
+        _lines(path, progress, limits.max_line), file=str(path), limits=limits, check_chunks=True, folds=folds
     )
     header = parsed.header
     info = SessionInfo(

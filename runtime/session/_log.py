@@ -6,7 +6,7 @@ open (renewed in the background, checked in every commit), so no other process w
 from __future__ import annotations
 
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -15,6 +15,7 @@ import anyio.to_thread
 
 from ._errors import SessionBusyError
 from ._events import Event, StoredEvent
+from ._fold import LogFold
 from ._protocol import SessionStoreProtocol
 from ._repair import load_state, resume
 from ._rules import LogState
@@ -71,14 +72,16 @@ class SessionLog:
 
     @property
     def state(self) -> LogState:
-        """The rule state after the last appended event (open turn, surface, ...)."""
+        """The rule state after the last appended event (open turn, surface, ...); the folds the log was opened
+        with are fed from it."""
         return self._state
 
     def append(self, event: Event, *, written: str | None = None) -> StoredEvent:
         """Check `event` against the log's rules, give it the next seq and the clock's time, and queue it for
         commit. Returns at once; `await flush()` makes it durable. The stored event keeps `event` as its typed
         value, so nothing is decoded back. `written` is the data's JSON text when the writer must keep fields dsh
-        does not model (a pruned copy of a recorded event); it must decode to `event.data`."""
+        does not model (a pruned copy of a recorded event); it must decode to `event.data`. An event the rules or a
+        fold refuse raises `LogRuleError` and is not logged."""
         if self._failure is not None:
             raise self._failure
         state = self._state
@@ -161,12 +164,17 @@ class SessionLog:
 
 @asynccontextmanager
 async def open_log(
-    store: SessionStoreProtocol, session_id: str, *, repair: bool = True
+    store: SessionStoreProtocol,
+    session_id: str,
+    *,
+    repair: bool = True,
+    folds: Sequence[LogFold] = (),
 ) -> AsyncIterator[SessionLog]:
     """Run a group-commit writer for `session_id` while the block runs; everything appended is flushed on exit.
 
     With `repair` (the default) the log is resumed first: an open last turn is closed and `session/end-seed` marks
     where this run's events begin. Without it, the log must not end inside a turn another writer left open.
+    `folds` are fed the stored events (and the repair's) as the log opens, then every event appended.
     """
     info = store.info(session_id)
     writers = _WRITERS.setdefault(store, set())
@@ -177,7 +185,11 @@ async def open_log(
         # the lease first: repair, like every write, runs only for the one process that holds it
         lease = store.acquire_lease(session_id)
         try:
-            state = resume(store, session_id, lease=lease)[0] if repair else load_state(store, session_id)
+            state = (
+                resume(store, session_id, lease=lease, folds=folds)[0]
+                if repair
+                else load_state(store, session_id, folds=folds)
+            )
             conn = store.connect()
             log = SessionLog(store, info, state, conn, lease)
             try:

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from dsh.runtime.llm import CallId, MessageId, TextBlock, ToolResultBlock, ToolSource
 from dsh.runtime.llm import UserMessage as ResultMessage
 
@@ -22,6 +24,7 @@ from ._events import (
     TurnEndReason,
     encode_data,
 )
+from ._fold import LogFold
 from ._protocol import SessionStoreProtocol
 from ._rules import LogState, OpenToolCall
 from ._store import Lease
@@ -108,10 +111,12 @@ def closers(state: LogState) -> list[Event]:
     return events
 
 
-def load_state(store: SessionStoreProtocol, session_id: str) -> LogState:
-    """The rule state of a stored log, read without its chunks (they change no state that repair needs)."""
-    state = LogState()
-    for event in store.events(session_id, skip_types=(AssistantChunk,)):
+def load_state(store: SessionStoreProtocol, session_id: str, *, folds: Sequence[LogFold] = ()) -> LogState:
+    """The rule state of a stored log, its `folds` fed along; read without its chunks (they change no state that
+    repair needs) unless a fold wants them."""
+    state = LogState(folds=folds)
+    skip = () if state.wants(AssistantChunk) else (AssistantChunk,)
+    for event in store.events(session_id, skip_types=skip):
         state.feed(event, check_seq=False)
     last = store.last_event(session_id)
     if last is not None:
@@ -120,20 +125,25 @@ def load_state(store: SessionStoreProtocol, session_id: str) -> LogState:
 
 
 def resume(
-    store: SessionStoreProtocol, session_id: str, *, lease: Lease | None = None
+    store: SessionStoreProtocol,
+    session_id: str,
+    *,
+    lease: Lease | None = None,
+    folds: Sequence[LogFold] = (),
 ) -> tuple[LogState, list[StoredEvent]]:
     """Repair the log if its last turn is open, then append `session/end-seed` unless the log already ends with one.
-    The appended events take the last event's time. Returns the state after them and the events appended.
+    The appended events take the last event's time. Returns the state after them and the events appended; `folds`
+    are fed the stored events and the appended ones.
 
     Repair runs only with the session's lease: the caller's (`open_log` passes its own), or one taken for the
     repair and given back after it (`SessionInUseError` while another process holds it)."""
     if lease is None:
         taken = store.acquire_lease(session_id)
         try:
-            return resume(store, session_id, lease=taken)
+            return resume(store, session_id, lease=taken, folds=folds)
         finally:
             store.release_lease(taken)
-    state = load_state(store, session_id)
+    state = load_state(store, session_id, folds=folds)
     pending = closers(state)
     if state.last_type != SessionEndSeed.TAG or pending:
         pending.append(SessionEndSeed(data=EmptyData()))

@@ -2,23 +2,22 @@
 (`append` / `replace`), and the turn/step/tool-call state that crash repair and fork need.
 
 `LogState` is fed every event in seq order (import, append, reopen); it keeps only small state (the surface nodes and
-the open turn), never the chunks, so checking a 1M-chunk log runs in constant memory per chunk.
+the open turn), never the chunks, so checking a 1M-chunk log runs in constant memory per chunk. State a layer above
+derives from the log is its own `LogFold`, which `LogState` feeds after its rules accepted an event.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import msgspec
 
 from dsh.runtime.llm import (
     Message,
-    PluginSource,
-    TextBlock,
     ToolCallBlock,
     ToolResultBlock,
     ToolSource,
-    UserMessage,
 )
 
 from ._errors import LogRuleError
@@ -27,18 +26,12 @@ from ._events import (
     AssistantChunk,
     AssistantMessage,
     AssistantMessageData,
-    EpochHeader,
+    Event,
     InboxSpliced,
-    InboxSplicedData,
-    InboxTarget,
     JobSettled,
-    JobSettledData,
     Replace,
     RequestContext,
-    RequestContextData,
     RequestHeader,
-    RequestHeaderData,
-    SessionEndSeed,
     StepData,
     StepEnd,
     StepStart,
@@ -56,10 +49,9 @@ from ._events import (
     encode_data,
 )
 from ._events import UserMessage as UserMessageEvent
+from ._fold import LogFold
 
 __all__ = [
-    "SNAPSHOT_FORM",
-    "InboxItem",
     "LogState",
     "OpenToolCall",
     "SurfaceFold",
@@ -69,8 +61,6 @@ __all__ = [
 
 _CORE = core_event_types()
 _LEGACY = {"request/header-delta": "headers are full request/header snapshots (reason initial/resume/change)"}
-SNAPSHOT_FORM = "snapshot"
-"""The `PluginSource.form` of a runtime-context snapshot message."""
 _DECODED = SURFACE_TYPES | {
     TurnStart.TAG,
     TurnEnd.TAG,
@@ -82,8 +72,9 @@ _DECODED = SURFACE_TYPES | {
     InboxSpliced.TAG,
     JobSettled.TAG,
 }
-"""The types whose data the rules read (the loop's and the surface's integrity lives there): decoded strictly on
-every feed. The data of the other known types is decoded by their readers, as the original does."""
+"""The types whose data is decoded strictly on every feed: those the rules read (the loop's and the surface's
+integrity lives there) and the request and inbox records every reader of the log relies on. The data of the other
+known types is decoded by their readers (or for the folds that want them), as the original does."""
 
 
 class _MessageField(msgspec.Struct):
@@ -109,27 +100,15 @@ def _message_of(data: object) -> Message | None:
     return data if isinstance(data, Message) else None
 
 
-def _snapshot_of(message: Message | None) -> str | None:
-    if (
-        message is None
-        or not isinstance(message.source, PluginSource)
-        or message.source.form != SNAPSHOT_FORM
-    ):
-        return None
-    return "".join(b.text for b in message.content if isinstance(b, TextBlock))
-
-
 @dataclass(frozen=True, slots=True)
 class SurfaceNode:
     """One node of the surface: the event that put it there, its data as written (the message inside it is
-    extracted on demand), the typed message when its writer handed it over (an append), and `snapshot`, the text of
-    a runtime-context snapshot message."""
+    extracted on demand) and the typed message when its writer handed it over (an append)."""
 
     seq: int
     type: str
     data: str
     typed: Message | None = None
-    snapshot: str | None = None
 
     @property
     def message(self) -> str:
@@ -144,14 +123,17 @@ class SurfaceFold:
     nodes: list[SurfaceNode] = field(default_factory=list)
     replacements: int = 0
 
-    def apply(self, event: StoredEvent, message: Message | None = None, snapshot: str | None = None) -> None:
+    def apply(self, event: StoredEvent, message: Message | None = None) -> None:
         """Fold one surface event (checked first: an invalid op leaves the fold unchanged); `message` is its typed
-        message to keep with the node, `snapshot` the runtime-context snapshot text it carries."""
-        node = SurfaceNode(event.seq, event.type, event.data, message, snapshot)
+        message to keep with the node."""
+        self.commit(event, message, self.check(event))
+
+    def check(self, event: StoredEvent) -> tuple[int, int] | None:
+        """Check one surface event against the surface, changing nothing: the index span of the nodes a `replace`
+        shadows (None: an append). Raises `LogRuleError` for an invalid op."""
         op = event.surface_op
         if op == "append":
-            self.nodes.append(node)
-            return
+            return None
         assert isinstance(op, Replace)
         first, last = self._span(event, op)
         shadowed = self.nodes[first : last + 1]
@@ -164,7 +146,16 @@ class SurfaceFold:
                 seq=event.seq,
             )
         if event.type == ToolResult.TAG:
-            self._check_prune(event, shadowed, node)
+            self._check_prune(event, shadowed, SurfaceNode(event.seq, event.type, event.data))
+        return first, last
+
+    def commit(self, event: StoredEvent, message: Message | None, span: tuple[int, int] | None) -> None:
+        """Fold in a surface event `check` accepted, at the `span` it returned."""
+        node = SurfaceNode(event.seq, event.type, event.data, message)
+        if span is None:
+            self.nodes.append(node)
+            return
+        first, last = span
         self.nodes[first : last + 1] = [node]
         self.replacements += 1
 
@@ -224,27 +215,11 @@ class OpenToolCall:
     call_seq: int | None
 
 
-@dataclass(frozen=True, slots=True)
-class InboxItem:
-    """One input waiting in an agent's inbox: the message and its JSON text as it was queued (a source the original
-    writes with fields dsh does not model, `subagent-report{form, senderSessionId}`, enters the step unchanged)."""
-
-    message: UserMessage
-    raw: str
-
-
-class _Inserted(msgspec.Struct):
-    inserted: list[msgspec.Raw] = msgspec.field(default_factory=list)
-
-
-_INSERTED = msgspec.json.Decoder(_Inserted)
-
-
 @dataclass(slots=True)
 class LogState:
-    """What the log's rules need to know about everything before `next_seq`, and what the agent loop reads back
-    from its own log: the latest request header (and whether it was written since the last `session/end-seed`, i.e.
-    by this run), the latest request context, and the runtime-context snapshot on the surface."""
+    """What the log's rules need to know about everything before `next_seq`: the surface, the last and the open
+    turn, step and tool calls (crash repair and fork read them), the last event's type and time. `folds` are the
+    `LogFold`s fed each accepted event of the types they want (state a layer above derives from the log)."""
 
     next_seq: int = 0
     surface: SurfaceFold = field(default_factory=SurfaceFold)
@@ -257,33 +232,27 @@ class LogState:
     requested: dict[str, tuple[str, int, int]] = field(default_factory=dict)
     dispatched: dict[str, int] = field(default_factory=dict)
     answered: set[str] = field(default_factory=set)
-    header: EpochHeader | None = None
-    header_seq: int | None = None
-    request_context: RequestContextData | None = None
-    seed_end: int | None = None
-    inbox: dict[InboxTarget, list[InboxItem]] = field(
-        default_factory=lambda: {"next-turn": [], "next-step": []}
-    )
-    settled_jobs: set[str] = field(default_factory=set)
-    """The ids of the background jobs whose outcome (`job/settled`) the log holds."""
+    folds: Sequence[LogFold] = ()
+    _wanted: dict[str, tuple[LogFold, ...]] = field(init=False, repr=False, compare=False)
+    _chunk_folds: tuple[LogFold, ...] = field(init=False, repr=False, compare=False)
 
-    @property
-    def header_written(self) -> bool:
-        """Whether the latest request header was written by this run (after the last `session/end-seed`)."""
-        return self.header_seq is not None and (self.seed_end is None or self.header_seq > self.seed_end)
+    def __post_init__(self) -> None:
+        wanted: dict[str, list[LogFold]] = {}
+        for fold in self.folds:
+            for kind in fold.types:
+                wanted.setdefault(kind.TAG, []).append(fold)
+        self._wanted = {tag: tuple(folds) for tag, folds in wanted.items()}
+        self._chunk_folds = self._wanted.get(AssistantChunk.TAG, ())
 
-    @property
-    def snapshot(self) -> str | None:
-        """The text of the newest runtime-context snapshot on the surface (None: none is)."""
-        for node in reversed(self.surface.nodes):
-            if node.snapshot is not None:
-                return node.snapshot
-        return None
+    def wants(self, event_type: type[Event]) -> bool:
+        """Whether a fold wants events of `event_type` (a reader may skip the types neither the rules nor a fold
+        read)."""
+        return event_type.TAG in self._wanted
 
     def feed(self, event: StoredEvent, *, check_seq: bool = True, data: object = None) -> None:
-        """Check one event against the rules and fold it in; raises `LogRuleError` and changes nothing if it breaks
-        one. `data` is the event's typed data when the caller has it, else the event's kept view is used (decoded
-        once, for the types the rules read)."""
+        """Check one event against the rules and the folds, then fold it in; raises `LogRuleError` and changes
+        nothing (neither the rules' state nor a fold) if it breaks one. `data` is the event's typed data when the
+        caller has it, else the event's kept view is used (decoded once, for the types the rules or a fold read)."""
         if check_seq and event.seq != self.next_seq:
             raise LogRuleError(
                 f"expected seq {self.next_seq} (seqs are contiguous from 0), got {event.seq}",
@@ -297,23 +266,39 @@ class LogState:
             and event.time >= 0
         ):
             # the bulk of every log: a chunk with a plain envelope changes no state the rules keep
+            if self._chunk_folds:
+                self._fold(event, data, self._chunk_folds)
             self.next_seq, self.last_type, self.last_time = event.seq + 1, event.type, event.time
             return
         self._check_envelope(event)
+        folds = self._wanted.get(event.type, ()) if self._wanted else ()
         given = data is not None
-        if data is None and event.type in _DECODED:
+        if data is None and (event.type in _DECODED or folds):
             data = self._decode(event)
         if isinstance(data, AssistantMessageData):
             _check_model_source(event, data)
-        if event.surface_op is not None:
-            message = _message_of(data)
+        surface = event.surface_op is not None
+        span = self.surface.check(event) if surface else None
+        for fold in folds:
+            fold.check(event, data)
+        if surface:
             # a node keeps the typed message its writer handed over (appends: free); one decoded here to check it
             # is not kept, so a long history costs its text once, not twice (readers decode it when they need it)
-            self.surface.apply(event, message if given else None, _snapshot_of(message))
+            self.surface.commit(event, _message_of(data) if given else None, span)
         self._track(event, data)
         self.next_seq = event.seq + 1
         self.last_type = event.type
         self.last_time = event.time
+        for fold in folds:
+            fold.feed(event, data)
+
+    def _fold(self, event: StoredEvent, data: object, folds: tuple[LogFold, ...]) -> None:
+        if data is None:
+            data = self._decode(event)
+        for fold in folds:
+            fold.check(event, data)
+        for fold in folds:
+            fold.feed(event, data)
 
     def open_tool_calls(self) -> list[OpenToolCall]:
         """Tool calls of the open turn that have no result yet, in the order the model made them."""
@@ -401,32 +386,6 @@ class LogState:
             for part in data.message.content:
                 if isinstance(part, ToolResultBlock):
                     self.answered.add(part.tool_call_id)
-        elif isinstance(data, RequestHeaderData):
-            self.header, self.header_seq = data.header, event.seq
-        elif isinstance(data, RequestContextData):
-            self.request_context = data
-        elif kind == SessionEndSeed.TAG:
-            self.seed_end = event.seq
-        elif isinstance(data, InboxSplicedData):
-            self._splice(event, data)
-        elif isinstance(data, JobSettledData):
-            self.settled_jobs.add(data.job_id)
-
-    def _splice(self, event: StoredEvent, data: InboxSplicedData) -> None:
-        queue = self.inbox[data.target]
-        removed = data.removed_count or 0
-        if not 0 <= data.start <= len(queue) or removed < 0 or data.start + removed > len(queue):
-            raise LogRuleError(
-                f"agent/inbox/spliced start {data.start} removedCount {removed} is outside the {data.target} "
-                f"queue, which holds {len(queue)} item(s)",
-                rule="inbox.splice",
-                seq=event.seq,
-            )
-        raws = _INSERTED.decode(event.data).inserted if data.inserted else []
-        items = [
-            InboxItem(message, bytes(raw).decode()) for message, raw in zip(data.inserted, raws, strict=True)
-        ]
-        queue[data.start : data.start + removed] = items
 
 
 def _check_model_source(event: StoredEvent, data: AssistantMessageData) -> None:

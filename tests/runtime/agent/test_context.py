@@ -114,14 +114,14 @@ async def test_what_the_loop_reads_back_is_the_logs_state_and_no_one_can_assign_
         async with agents.create(OPTIONS) as agent:
             await agent.run("one")
             await agent.run("two")  # the same header: not logged again
-            state = agent.log.state
+            state = agent.state
             assert state.header_written
             assert (agent.header, agent.request_context) == (state.header, state.request_context)
-            for name in ("header", "request_context", "snapshot"):
+            for name in ("header", "request_context", "snapshot", "state"):
                 with pytest.raises(AttributeError):
                     setattr(agent, name, None)
         async with agents.resume(agent.id, OPTIONS) as resumed:
-            assert not resumed.log.state.header_written  # a new run: its first header is a `resume`
+            assert not resumed.state.header_written  # a new run: its first header is a `resume`
             assert resumed.header == agent.header
             await resumed.run("three")
         reasons = [

@@ -174,11 +174,13 @@ async def test_an_unclaimed_item_of_a_crashed_turn_is_claimed_on_resume(tmp_path
 
 
 def _reopened_inbox(store: SessionStoreProtocol, session_id: str) -> list[Any]:
+    from dsh.runtime.agent import AgentState
     from dsh.runtime.session import LogState
 
-    state = LogState()
+    state = AgentState()
+    rules = LogState(folds=(state,))
     for event in store.events(session_id):
-        state.feed(event)
+        rules.feed(event)
     return [*state.inbox["next-step"], *state.inbox["next-turn"]]
 
 
