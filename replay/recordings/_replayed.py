@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from dsh.runtime.agent import AgentState
 from dsh.runtime.llm import TextBlock, ToolResultBlock
 from dsh.runtime.session import (
     AssistantMessage,
@@ -38,7 +39,7 @@ class ToolCallRecord:
 
 def log_events(log: bytes) -> list[StoredEvent]:
     """The events of one JSONL log, checked as any log read is."""
-    _, events = read_jsonl(log.splitlines(keepends=True), file="(replayed log)")
+    _, events = read_jsonl(log.splitlines(keepends=True), file="(replayed log)", folds=(AgentState(),))
     return list(events)
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from dsh.runtime.agent import AgentState
 from dsh.runtime.jsonlines import JsonLineError, read_lines
 from dsh.runtime.session import LogFormatError, SessionStoreProtocol, SpawnedBy, StoredEvent, read_jsonl
 
@@ -94,7 +95,7 @@ def read_log(path: str | Path) -> RecordedLog:
     def walk() -> Iterator[Located]:
         with path.open("rb") as handle:
             lines = _Lines(handle, name)
-            _, events = read_jsonl(lines, file=name)
+            _, events = read_jsonl(lines, file=name, folds=(AgentState(),))
             for event in events:
                 yield event, lines.number
 

@@ -14,7 +14,7 @@ import anyio
 import pytest
 
 from dsh.replay import golden_jsonl, load_scenario, read_log, rerun
-from dsh.replay._inbox import Positions
+from dsh.replay.script._inbox import Positions
 from dsh.runtime.llm import (
     JobNoticeSource,
     OtherSource,
