@@ -60,7 +60,7 @@ def test_every_short_name_resolves_to_a_plugin() -> None:
         ("plugins.llm_openai", "`use: llm_openai` (or `use: dsh.plugins.llm_openai`)"),
         ("runtime.prompt", "`use: prompt` (or `use: dsh.runtime.prompt`)"),
         ("plugins.subagent:spawn_plugin", "`use: subagent_spawn`"),
-        ("replay:scripted_plugin", "`use: dsh.replay:scripted_plugin`"),
+        ("replay.driver._authored:scripted_plugin", "`use: dsh.replay.driver._authored:scripted_plugin`"),
     ],
 )
 def test_an_old_name_is_refused_with_the_new_one(old: str, new: str) -> None:
