@@ -42,7 +42,7 @@ from dsh.runtime.llm import (
     PluginSource,
     TextBlock,
     TokenUsage,
-    ToolSpec,
+    ToolSchema,
     UserMessage,
 )
 from dsh.runtime.session import (
@@ -185,13 +185,13 @@ class Compaction:
         return out
 
     def raw_estimate(
-        self, agent: Agent, *, system: str, tools: Sequence[ToolSpec | Mapping[str, Any]]
+        self, agent: Agent, *, system: str, tools: Sequence[ToolSchema | Mapping[str, Any]]
     ) -> int:
         """The meter's uncalibrated estimate of a request of `agent`'s history now, with `system` and `tools`."""
         history = sum(node.tokens for node in self.nodes(agent))
         return self.meter.text(system) + self.meter.tools(tools) + history
 
-    def estimate(self, agent: Agent, *, system: str, tools: Sequence[ToolSpec | Mapping[str, Any]]) -> int:
+    def estimate(self, agent: Agent, *, system: str, tools: Sequence[ToolSchema | Mapping[str, Any]]) -> int:
         """The calibrated estimate of a request of `agent`'s history now, with `system` and `tools`."""
         raw = self.raw_estimate(agent, system=system, tools=tools)
         calibration = self._state(agent).calibration
@@ -206,7 +206,7 @@ class Compaction:
         turn: int,
         step: int,
         system: str,
-        tools: Sequence[ToolSpec | Mapping[str, Any]],
+        tools: Sequence[ToolSchema | Mapping[str, Any]],
         force: bool = False,
     ) -> CompactionOutcome:
         """Compact `agent`'s history now, inside `turn` (before or during `step`): prune old large tool results,
@@ -545,7 +545,7 @@ def _logged_window(agent: Agent | None, model: str | None) -> int | None:
     return context.context_window
 
 
-def _header_parts(header: EpochHeader | None) -> tuple[str, tuple[ToolSpec, ...]]:
+def _header_parts(header: EpochHeader | None) -> tuple[str, tuple[ToolSchema, ...]]:
     """The system prompt and tool schemas of a `request/header` snapshot (absent when empty; a fixture's
     `{{tools}}` token, or the original's list of tool names, stands for schemas this log does not hold)."""
     if header is None:

@@ -33,8 +33,8 @@ from dsh.runtime.llm import (
     TextBlock,
     ToolCallBlock,
     ToolResultBlock,
+    ToolSchema,
     ToolSource,
-    ToolSpec,
     UserBlock,
     UserMessage,
     UserSource,
@@ -197,10 +197,8 @@ class _Turn:
             assembly = await agent.ctx.get(SYSTEM_PROMPT).assemble(assemble_context_for(agent))
             system = render_prompt(assembly)
             snapshot = render_context_snapshot(assembly)
-            tools = tuple(
-                ToolSpec(name=t.name, description=t.description, parameters=t.parameters)
-                for t in assembly.tools
-            )
+            # the assembled schemas are the request's own: frozen values, handed on, not copied
+            tools = tuple(assembly.tools)
             added = AddContext()
             prompts = [item for item in entering if isinstance(item.message.source, UserSource)]
             if self.step == 1 and prompts:
@@ -302,7 +300,7 @@ class _Turn:
         await agent.append(RequestContext(data=context))
 
     async def call(
-        self, route: RequestConfig, system: str, tools: tuple[ToolSpec, ...]
+        self, route: RequestConfig, system: str, tools: tuple[ToolSchema, ...]
     ) -> tuple[AssistantBlock, ...] | None:
         """The model call of this step, attempts included; returns the logged message's content, or None when the
         stream was aborted. An unretried error finish raises `LlmCallError`. A call cancelled (mid-stream, or

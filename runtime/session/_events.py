@@ -18,7 +18,15 @@ from typing import Any, ClassVar, Literal, get_args
 
 import msgspec
 
-from dsh.runtime.llm import AssistantBlock, CallKey, LlmFailure, StreamChunk, TextBlock, TokenUsage, ToolSpec
+from dsh.runtime.llm import (
+    AssistantBlock,
+    CallKey,
+    LlmFailure,
+    StreamChunk,
+    TextBlock,
+    TokenUsage,
+    ToolSchema,
+)
 from dsh.runtime.llm import AssistantMessage as ModelReply
 from dsh.runtime.llm import UserMessage as UserTurnMessage
 
@@ -294,15 +302,15 @@ class EpochHeader(_Wire, frozen=True, kw_only=True):
     config: HeaderConfig
     adapter_defaults: Any = None
     system: str | None = None
-    tools: tuple[ToolSpec | str, ...] | str | None = None
+    tools: tuple[ToolSchema | str, ...] | str | None = None
 
     @property
-    def tool_schemas(self) -> tuple[ToolSpec, ...] | None:
+    def tool_schemas(self) -> tuple[ToolSchema, ...] | None:
         """The tools as sent, when this header holds them all as schemas; None for a token or a list of names."""
         tools = self.tools
-        if not isinstance(tools, tuple) or not all(isinstance(tool, ToolSpec) for tool in tools):
+        if not isinstance(tools, tuple) or not all(isinstance(tool, ToolSchema) for tool in tools):
             return None
-        return tools  # type: ignore[return-value]  # every item was checked to be a ToolSpec
+        return tools  # type: ignore[return-value]  # every item was checked to be a ToolSchema
 
 
 class RequestHeaderData(_Wire, frozen=True, kw_only=True):
