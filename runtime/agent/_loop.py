@@ -72,7 +72,6 @@ from dsh.runtime.session import AssistantMessage as ModelMessageEvent
 from dsh.runtime.session import ToolResult as ToolResultEvent
 from dsh.runtime.session import UserMessage as UserMessageEvent
 from dsh.runtime.tools import TOOLS, ToolContext, ToolResult
-from dsh.runtime.tools import ToolCall as ToolInvocation
 
 from ._agent import Agent
 from ._events import (
@@ -404,7 +403,7 @@ class _Turn:
                 step=self.step,
                 agent=agent,
             )
-            results[index] = await tools.execute(ToolInvocation(call.id, call.name, call.arguments), context)
+            results[index] = await tools.execute(call, context)
 
         try:
             async with anyio.create_task_group() as group:
