@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
+import msgspec
 
 from dsh.runtime.kernel.errors import DshError
 from dsh.runtime.llm import (
@@ -137,15 +138,10 @@ def assemble_context_for(agent: Agent) -> AssembleContext:
 
 
 def _header_config(provider: str, model: str, config: CallConfig) -> HeaderConfig:
-    """The header config of a call: provider, model and every set field of `config`."""
-    return HeaderConfig(
-        provider=provider,
-        model=model,
-        temperature=config.temperature,
-        max_tokens=config.max_tokens,
-        reasoning_effort=config.reasoning_effort,
-        stop=config.stop,
-    )
+    """The header config of a call: provider, model and every set field of `config`. The wire flattens the call
+    config beside the route, so the header keeps its own Struct, built here from the `CallConfig` field for field:
+    a field added to `CallConfig` and not to `HeaderConfig` fails here, on the first call."""
+    return HeaderConfig(provider=provider, model=model, **msgspec.structs.asdict(config))
 
 
 def _failure_of(error: BaseException) -> LlmFailure:
