@@ -70,8 +70,8 @@ from dsh.runtime.session import (
     SummaryData,
     TurnEnd,
     TurnStart,
+    UserMessageEvent,
 )
-from dsh.runtime.session import UserMessage as UserMessageEvent
 
 from ._errors import ScriptError, format_call
 from ._inbox import Delivery, Positions

@@ -32,8 +32,7 @@ import anyio
 from dsh.plugins.mcp import CONNECT, Connector, LinkError, ListedTool, ServerRef, tool_prefix
 from dsh.runtime.kernel import Context
 from dsh.runtime.llm import ImageBlock, TextBlock, ToolCallBlock, ToolResultBlock
-from dsh.runtime.session import ToolCall, ToolCallData, ToolResultData
-from dsh.runtime.session import ToolResult as ToolResultEvent
+from dsh.runtime.session import ToolCall, ToolCallData, ToolResultData, ToolResultEvent
 from dsh.runtime.tools import EXECUTOR, Tool, ToolContext, ToolResult
 from dsh.runtime.tools.definition import Execute
 

@@ -47,8 +47,8 @@ from dsh.runtime.llm import (
 )
 from dsh.runtime.session import (
     PROJECTED_TYPES,
-    AssistantMessage,
     AssistantMessageData,
+    AssistantMessageEvent,
     BracketData,
     CompactionEnd,
     CompactionPrune,
@@ -61,12 +61,12 @@ from dsh.runtime.session import (
     SummaryData,
     SurfaceNode,
     ToolResultData,
+    ToolResultEvent,
+    UserMessageEvent,
     decode_data,
     encode_data,
     project,
 )
-from dsh.runtime.session import ToolResult as ToolResultEvent
-from dsh.runtime.session import UserMessage as CheckpointEvent
 
 from ._config import Config
 from ._meter import Calibration, TokenMeter
@@ -342,7 +342,7 @@ class Compaction:
             )
         )
         await agent.append(
-            CheckpointEvent(
+            UserMessageEvent(
                 data=checkpoint,
                 surface_op=Replace(start=seqs[0], end=seqs[-1]),
                 source_event_seqs=(start.seq, record.seq, *seqs),
@@ -485,7 +485,7 @@ class Compaction:
         """Calibrate on every response that reports usage: the tokens it was sent against the meter's estimate of
         the request that produced it (the header in force, the surface before it)."""
         stored = event.event
-        if stored.type != AssistantMessage.TAG or not self.config.calibrate:
+        if stored.type != AssistantMessageEvent.TAG or not self.config.calibrate:
             return
         data = stored.view().data  # the appended event keeps its typed value: no decode
         usage = data.usage if isinstance(data, AssistantMessageData) else None
@@ -511,7 +511,7 @@ class Compaction:
         store (an agent resumed or forked from the log measures as the original would have)."""
         store = agent.log.store
         last: tuple[int, TokenUsage] | None = None
-        for event in store.events(agent.id, types=(AssistantMessage,)):
+        for event in store.events(agent.id, types=(AssistantMessageEvent,)):
             data = event.view().data
             usage = data.usage if isinstance(data, AssistantMessageData) else None
             if usage is not None:

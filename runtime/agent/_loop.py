@@ -49,6 +49,7 @@ from dsh.runtime.session import (
     AssistantChunk,
     AssistantChunkData,
     AssistantMessageData,
+    AssistantMessageEvent,
     EpochHeader,
     HeaderConfig,
     HeaderReason,
@@ -63,15 +64,14 @@ from dsh.runtime.session import (
     ToolCallData,
     ToolResultData,
     ToolResultError,
+    ToolResultEvent,
     TurnEnd,
     TurnEndData,
     TurnEndReason,
     TurnStart,
     TurnStartData,
+    UserMessageEvent,
 )
-from dsh.runtime.session import AssistantMessage as ModelMessageEvent
-from dsh.runtime.session import ToolResult as ToolResultEvent
-from dsh.runtime.session import UserMessage as UserMessageEvent
 from dsh.runtime.tools import TOOLS, ToolContext, ToolResult
 
 from ._agent import Agent
@@ -343,7 +343,7 @@ class _Turn:
         if texts:
             self.text = "".join(texts)
         await agent.append(
-            ModelMessageEvent(
+            AssistantMessageEvent(
                 data=AssistantMessageData(
                     turn=self.turn, step=self.step, message=message, usage=assembled.usage
                 ),
@@ -466,7 +466,7 @@ class _Turn:
             source=ModelSource(provider=streamed.provider, model=streamed.model),
         )
         await self.agent.append(
-            ModelMessageEvent(
+            AssistantMessageEvent(
                 data=AssistantMessageData(turn=self.turn, step=self.step, message=partial, interrupted=True),
                 surface_op="append",
                 source_event_seqs=tuple(streamed.seqs),

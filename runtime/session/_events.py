@@ -20,15 +20,15 @@ import msgspec
 
 from dsh.runtime.llm import (
     AssistantBlock,
+    AssistantMessage,
     CallKey,
     LlmFailure,
     StreamChunk,
     TextBlock,
     TokenUsage,
     ToolSchema,
+    UserMessage,
 )
-from dsh.runtime.llm import AssistantMessage as ModelReply
-from dsh.runtime.llm import UserMessage as UserTurnMessage
 
 __all__ = [
     "AbortKind",
@@ -42,7 +42,7 @@ __all__ = [
     "ApprovalPolicyData",
     "AssistantChunk",
     "AssistantChunkData",
-    "AssistantMessage",
+    "AssistantMessageEvent",
     "AssistantMessageData",
     "BracketData",
     "CommandDone",
@@ -111,7 +111,7 @@ __all__ = [
     "TodoWriteData",
     "ToolCall",
     "ToolCallData",
-    "ToolResult",
+    "ToolResultEvent",
     "ToolResultData",
     "ToolResultError",
     "TurnEnd",
@@ -120,7 +120,7 @@ __all__ = [
     "TurnEndReason",
     "TurnStart",
     "TurnStartData",
-    "UserMessage",
+    "UserMessageEvent",
     "core_event_types",
     "data_type",
     "decode_data",
@@ -218,7 +218,7 @@ class AssistantChunkData(_Wire, frozen=True, kw_only=True):
 class AssistantMessageData(_Wire, frozen=True, kw_only=True):
     turn: int
     step: int
-    message: ModelReply
+    message: AssistantMessage
     usage: TokenUsage | None = None
     interrupted: bool | None = None
 
@@ -239,7 +239,7 @@ class ToolResultError(_Wire, frozen=True, kw_only=True):
 class ToolResultData(_Wire, frozen=True, kw_only=True):
     turn: int
     step: int
-    message: UserTurnMessage
+    message: UserMessage
     error: ToolResultError | None = None
     meta: Any = None
 
@@ -426,7 +426,7 @@ class InboxSplicedData(_Wire, frozen=True, kw_only=True):
 
     target: InboxTarget
     start: int
-    inserted: tuple[UserTurnMessage, ...]
+    inserted: tuple[UserMessage, ...]
     removed_count: int | None = None
 
 
@@ -456,7 +456,7 @@ class SessionTitleLlmRequestData(_Wire, frozen=True, kw_only=True):
     message_seqs: tuple[int, ...]
     route: TitleRoute
     system: str
-    messages: tuple[UserTurnMessage, ...]
+    messages: tuple[UserMessage, ...]
     max_tokens: int
 
 
@@ -588,17 +588,17 @@ class StepEnd(Event, tag="step/end", frozen=True, kw_only=True):
     data: StepData
 
 
-class UserMessage(Event, tag="user/message", frozen=True, kw_only=True):
+class UserMessageEvent(Event, tag="user/message", frozen=True, kw_only=True):
     """`user/message`: the prompt, injected context (a runtime-context snapshot) or a compaction checkpoint."""
 
-    data: UserTurnMessage
+    data: UserMessage
 
 
 class AssistantChunk(Event, tag="assistant/chunk", frozen=True, kw_only=True):
     data: AssistantChunkData
 
 
-class AssistantMessage(Event, tag="assistant/message", frozen=True, kw_only=True):
+class AssistantMessageEvent(Event, tag="assistant/message", frozen=True, kw_only=True):
     """`assistant/message`: what a model said in one call (interrupted: the visible part of a cut stream)."""
 
     data: AssistantMessageData
@@ -608,7 +608,7 @@ class ToolCall(Event, tag="tool/call", frozen=True, kw_only=True):
     data: ToolCallData
 
 
-class ToolResult(Event, tag="tool/result", frozen=True, kw_only=True):
+class ToolResultEvent(Event, tag="tool/result", frozen=True, kw_only=True):
     data: ToolResultData
 
 
@@ -734,11 +734,11 @@ CoreEvent = (
     | TurnEnd
     | StepStart
     | StepEnd
-    | UserMessage
+    | UserMessageEvent
     | AssistantChunk
-    | AssistantMessage
+    | AssistantMessageEvent
     | ToolCall
-    | ToolResult
+    | ToolResultEvent
     | RequestHeader
     | RequestContext
     | SessionEndSeed
