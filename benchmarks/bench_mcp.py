@@ -27,8 +27,9 @@ from dsh.plugins import mcp
 from dsh.runtime import agent, llm, prompt, tools
 from dsh.runtime.agent import AGENTS, Agent, AgentOptions
 from dsh.runtime.kernel import Context
+from dsh.runtime.llm import CallId, ToolCallBlock
 from dsh.runtime.session import STORE, CountingIds, FixedClock, SessionStore
-from dsh.runtime.tools import TOOLS, ToolCall, ToolContext
+from dsh.runtime.tools import TOOLS, ToolContext
 
 SERVER = Path(__file__).parents[1] / "tests" / "plugins" / "mcp" / "server.py"
 CALLS = 100
@@ -76,7 +77,7 @@ async def _pair(workspace: Path, spec: dict[str, Any], direct: AbstractAsyncCont
     async with _through_dsh(workspace, spec) as session, _direct(direct) as client:
         view = session.ctx.get(TOOLS)
         context = ToolContext(ctx=session.ctx, cwd=workspace, call_id="bench")
-        call = ToolCall("bench", "mcp__bench__echo", '{"text": "hi"}')
+        call = ToolCallBlock(CallId("bench"), "mcp__bench__echo", '{"text": "hi"}')
 
         async def dsh() -> None:
             for _ in range(CALLS):

@@ -26,15 +26,13 @@ import anyio
 import anyio.lowlevel
 import msgspec
 
-from dsh.runtime.llm import AssistantMessage as ModelReply
-from dsh.runtime.llm import MessageId, ModelSource, TextBlock, TextDelta
-from dsh.runtime.llm import UserMessage as UserTurnMessage
+from dsh.runtime.llm import AssistantMessage, MessageId, ModelSource, TextBlock, TextDelta, UserMessage
 from dsh.runtime.session import (
     PROJECTED_TYPES,
     AssistantChunk,
     AssistantChunkData,
-    AssistantMessage,
     AssistantMessageData,
+    AssistantMessageEvent,
     Event,
     SessionId,
     SessionStore,
@@ -48,7 +46,7 @@ from dsh.runtime.session import (
     TurnEndReason,
     TurnStart,
     TurnStartData,
-    UserMessage,
+    UserMessageEvent,
     data_type,
     load_state,
     open_log,
@@ -79,17 +77,17 @@ def _turn(turn: int, chunks: int, text: str = "tok ") -> Iterator[Event]:
     """A realistic turn: a prompt, a long text stream, the assembled message, a closed turn."""
     yield TurnStart(data=TurnStartData(turn=turn))
     yield StepStart(data=StepData(turn=turn, step=1))
-    yield UserMessage(
-        data=UserTurnMessage(id=MessageId(f"u{turn}"), content=(TextBlock("go"),)),
+    yield UserMessageEvent(
+        data=UserMessage(id=MessageId(f"u{turn}"), content=(TextBlock("go"),)),
         surface_op="append",
     )
     for _ in range(chunks):
         yield AssistantChunk(data=AssistantChunkData(turn=turn, step=1, chunk=TextDelta(index=0, text=text)))
-    yield AssistantMessage(
+    yield AssistantMessageEvent(
         data=AssistantMessageData(
             turn=turn,
             step=1,
-            message=ModelReply(
+            message=AssistantMessage(
                 id=MessageId(f"a{turn}"),
                 source=ModelSource(provider="p", model="m"),
                 content=(TextBlock(text * chunks),),

@@ -18,12 +18,10 @@ from pathlib import Path
 
 import anyio
 
-from dsh.runtime.llm import AssistantMessage as ModelReply
-from dsh.runtime.llm import MessageId, ModelSource, TextBlock
-from dsh.runtime.llm import UserMessage as UserTurnMessage
+from dsh.runtime.llm import AssistantMessage, MessageId, ModelSource, TextBlock, UserMessage
 from dsh.runtime.session import (
-    AssistantMessage,
     AssistantMessageData,
+    AssistantMessageEvent,
     SessionStore,
     StepData,
     StepEnd,
@@ -33,7 +31,7 @@ from dsh.runtime.session import (
     TurnEndReason,
     TurnStart,
     TurnStartData,
-    UserMessage,
+    UserMessageEvent,
     open_log,
 )
 
@@ -60,15 +58,15 @@ def _dsh(folder: Path) -> tuple[list[float], int]:
                     for event in (
                         TurnStart(data=TurnStartData(turn=turn)),
                         StepStart(data=StepData(turn=turn, step=1)),
-                        UserMessage(
-                            data=UserTurnMessage(id=MessageId(f"u{turn}"), content=(TextBlock(USER),)),
+                        UserMessageEvent(
+                            data=UserMessage(id=MessageId(f"u{turn}"), content=(TextBlock(USER),)),
                             surface_op="append",
                         ),
-                        AssistantMessage(
+                        AssistantMessageEvent(
                             data=AssistantMessageData(
                                 turn=turn,
                                 step=1,
-                                message=ModelReply(
+                                message=AssistantMessage(
                                     id=MessageId(f"a{turn}"),
                                     source=ModelSource(provider="p", model="m"),
                                     content=(TextBlock(ASSISTANT),),

@@ -58,30 +58,35 @@ plugin_specs = st.builds(
 
 # ---------------------------------------------------------------- session log (dsh.runtime.session)
 
-from dsh.runtime.llm import AssistantMessage as ModelReply  # noqa: E402  # the session strategies below need it
-from dsh.runtime.llm import MessageId, ModelSource, ToolResultBlock, ToolSource  # noqa: E402
+from dsh.runtime.llm import (  # noqa: E402
+    AssistantMessage,  # the session strategies below need it
+    MessageId,
+    ModelSource,
+    ToolResultBlock,
+    ToolSource,
+    UserMessage,  # beside the session strategies that use it
+)
 from dsh.runtime.llm import TextBlock as LlmTextBlock  # noqa: E402  # beside the session strategies that use it
 from dsh.runtime.llm import TextDelta as LlmTextDelta  # noqa: E402  # beside the session strategies that use it
-from dsh.runtime.llm import UserMessage as UserTurnMessage  # noqa: E402  # beside the session strategies that use it
 from dsh.runtime.session import (  # noqa: E402  # the session strategies below need the wire types
     AssistantChunk,
     AssistantChunkData,
-    AssistantMessage,
     AssistantMessageData,
+    AssistantMessageEvent,
     Event,
     StepData,
     StepEnd,
     StepStart,
     ToolCall,
     ToolCallData,
-    ToolResult,
     ToolResultData,
+    ToolResultEvent,
     TurnEnd,
     TurnEndData,
     TurnEndReason,
     TurnStart,
     TurnStartData,
-    UserMessage,
+    UserMessageEvent,
 )
 
 
@@ -101,8 +106,8 @@ def turn_events(turn: int, first_seq: int, spec: TurnSpec) -> list[Event]:
     events: list[Event] = [
         TurnStart(data=TurnStartData(turn=turn)),
         StepStart(data=StepData(turn=turn, step=1)),
-        UserMessage(
-            data=UserTurnMessage(id=MessageId(f"u{turn}"), content=(LlmTextBlock(spec.prompt),)),
+        UserMessageEvent(
+            data=UserMessage(id=MessageId(f"u{turn}"), content=(LlmTextBlock(spec.prompt),)),
             surface_op="append",
         ),
     ]
@@ -115,11 +120,11 @@ def turn_events(turn: int, first_seq: int, spec: TurnSpec) -> list[Event]:
         ToolCallBlock(CallId(f"call-{turn}-{i}"), name, "{}") for i, (name, _) in enumerate(spec.tools)
     )
     events.append(
-        AssistantMessage(
+        AssistantMessageEvent(
             data=AssistantMessageData(
                 turn=turn,
                 step=1,
-                message=ModelReply(
+                message=AssistantMessage(
                     id=MessageId(f"a{turn}"),
                     source=ModelSource(provider="p", model="m"),
                     content=(LlmTextBlock("".join(spec.chunks)), *calls),
@@ -136,11 +141,11 @@ def turn_events(turn: int, first_seq: int, spec: TurnSpec) -> list[Event]:
         )
         if result is not None:
             events.append(
-                ToolResult(
+                ToolResultEvent(
                     data=ToolResultData(
                         turn=turn,
                         step=1,
-                        message=UserTurnMessage(
+                        message=UserMessage(
                             id=MessageId(f"r-{block.id}"),
                             source=ToolSource(block.id),
                             content=(

@@ -46,8 +46,8 @@ from dsh.runtime.llm import (
 from dsh.runtime.session import (
     AssistantChunk,
     AssistantChunkData,
-    AssistantMessage,
     AssistantMessageData,
+    AssistantMessageEvent,
     SessionTitle,
     SessionTitleData,
     StoredEvent,
@@ -55,9 +55,9 @@ from dsh.runtime.session import (
     TodoWriteData,
     ToolCall,
     ToolCallData,
-    ToolResult,
     ToolResultData,
-    UserMessage,
+    ToolResultEvent,
+    UserMessageEvent,
 )
 
 __all__ = ["SessionUpdate", "SessionUpdates", "tool_kind", "tool_title"]
@@ -150,13 +150,13 @@ class SessionUpdates:
         live = self.mode == "live"
         if kind == AssistantChunk.TAG:
             return self._chunk(event.decode_data()) if live else []
-        if kind == AssistantMessage.TAG:
+        if kind == AssistantMessageEvent.TAG:
             return [] if live else self._assistant(event.decode_data())
-        if kind == UserMessage.TAG:
+        if kind == UserMessageEvent.TAG:
             return [] if live else self._user(event.decode_data())
         if kind == ToolCall.TAG:
             return [self._call(event.decode_data())]
-        if kind == ToolResult.TAG:
+        if kind == ToolResultEvent.TAG:
             return [self._result(event.decode_data())]
         if kind == TodoWrite.TAG:
             return [self._plan(event.decode_data())]

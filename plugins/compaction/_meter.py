@@ -23,7 +23,7 @@ from dsh.runtime.llm import (
     TextBlock,
     ToolCallBlock,
     ToolResultBlock,
-    ToolSpec,
+    ToolSchema,
 )
 
 __all__ = ["Calibration", "TokenMeter"]
@@ -61,12 +61,12 @@ class TokenMeter:
     def message(self, message: Message) -> int:
         return self.message_tokens + self.content(message)
 
-    def tools(self, tools: Iterable[ToolSpec | Mapping[str, Any]]) -> int:
-        """Tool schemas as their JSON text (a `ToolSpec`, or the dict a `request/header` stores)."""
+    def tools(self, tools: Iterable[ToolSchema | Mapping[str, Any]]) -> int:
+        """Tool schemas as their JSON text (a `ToolSchema`, or the dict a `request/header` stores)."""
         return sum(self.text(_ENCODER.encode(tool).decode()) for tool in tools)
 
     def request(
-        self, *, system: str, tools: Iterable[ToolSpec | Mapping[str, Any]], messages: Iterable[Message]
+        self, *, system: str, tools: Iterable[ToolSchema | Mapping[str, Any]], messages: Iterable[Message]
     ) -> int:
         """A whole request: system prompt, tool schemas and messages."""
         return self.text(system) + self.tools(tools) + sum(self.message(m) for m in messages)

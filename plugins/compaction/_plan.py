@@ -19,7 +19,7 @@ from dsh.runtime.llm import (
     ToolResultBlock,
     ToolSource,
 )
-from dsh.runtime.session import ToolResult
+from dsh.runtime.session import ToolResultEvent
 
 from ._meter import TokenMeter
 
@@ -96,7 +96,7 @@ def prune_candidates(nodes: Sequence[Node], min_tokens: int, meter: TokenMeter) 
     return [
         node
         for node in nodes
-        if node.type == ToolResult.TAG and meter.content(node.message) >= min_tokens and node.answers
+        if node.type == ToolResultEvent.TAG and meter.content(node.message) >= min_tokens and node.answers
     ]
 
 

@@ -42,13 +42,13 @@ from dsh.runtime.llm import (
     PluginSource,
     TextBlock,
     TokenUsage,
-    ToolSpec,
+    ToolSchema,
     UserMessage,
 )
 from dsh.runtime.session import (
     PROJECTED_TYPES,
-    AssistantMessage,
     AssistantMessageData,
+    AssistantMessageEvent,
     BracketData,
     CompactionEnd,
     CompactionPrune,
@@ -61,12 +61,12 @@ from dsh.runtime.session import (
     SummaryData,
     SurfaceNode,
     ToolResultData,
+    ToolResultEvent,
+    UserMessageEvent,
     decode_data,
     encode_data,
     project,
 )
-from dsh.runtime.session import ToolResult as ToolResultEvent
-from dsh.runtime.session import UserMessage as CheckpointEvent
 
 from ._config import Config
 from ._meter import Calibration, TokenMeter
@@ -185,13 +185,13 @@ class Compaction:
         return out
 
     def raw_estimate(
-        self, agent: Agent, *, system: str, tools: Sequence[ToolSpec | Mapping[str, Any]]
+        self, agent: Agent, *, system: str, tools: Sequence[ToolSchema | Mapping[str, Any]]
     ) -> int:
         """The meter's uncalibrated estimate of a request of `agent`'s history now, with `system` and `tools`."""
         history = sum(node.tokens for node in self.nodes(agent))
         return self.meter.text(system) + self.meter.tools(tools) + history
 
-    def estimate(self, agent: Agent, *, system: str, tools: Sequence[ToolSpec | Mapping[str, Any]]) -> int:
+    def estimate(self, agent: Agent, *, system: str, tools: Sequence[ToolSchema | Mapping[str, Any]]) -> int:
         """The calibrated estimate of a request of `agent`'s history now, with `system` and `tools`."""
         raw = self.raw_estimate(agent, system=system, tools=tools)
         calibration = self._state(agent).calibration
@@ -206,7 +206,7 @@ class Compaction:
         turn: int,
         step: int,
         system: str,
-        tools: Sequence[ToolSpec | Mapping[str, Any]],
+        tools: Sequence[ToolSchema | Mapping[str, Any]],
         force: bool = False,
     ) -> CompactionOutcome:
         """Compact `agent`'s history now, inside `turn` (before or during `step`): prune old large tool results,
@@ -342,7 +342,7 @@ class Compaction:
             )
         )
         await agent.append(
-            CheckpointEvent(
+            UserMessageEvent(
                 data=checkpoint,
                 surface_op=Replace(start=seqs[0], end=seqs[-1]),
                 source_event_seqs=(start.seq, record.seq, *seqs),
@@ -485,7 +485,7 @@ class Compaction:
         """Calibrate on every response that reports usage: the tokens it was sent against the meter's estimate of
         the request that produced it (the header in force, the surface before it)."""
         stored = event.event
-        if stored.type != AssistantMessage.TAG or not self.config.calibrate:
+        if stored.type != AssistantMessageEvent.TAG or not self.config.calibrate:
             return
         data = stored.view().data  # the appended event keeps its typed value: no decode
         usage = data.usage if isinstance(data, AssistantMessageData) else None
@@ -511,7 +511,7 @@ class Compaction:
         store (an agent resumed or forked from the log measures as the original would have)."""
         store = agent.log.store
         last: tuple[int, TokenUsage] | None = None
-        for event in store.events(agent.id, types=(AssistantMessage,)):
+        for event in store.events(agent.id, types=(AssistantMessageEvent,)):
             data = event.view().data
             usage = data.usage if isinstance(data, AssistantMessageData) else None
             if usage is not None:
@@ -545,7 +545,7 @@ def _logged_window(agent: Agent | None, model: str | None) -> int | None:
     return context.context_window
 
 
-def _header_parts(header: EpochHeader | None) -> tuple[str, tuple[ToolSpec, ...]]:
+def _header_parts(header: EpochHeader | None) -> tuple[str, tuple[ToolSchema, ...]]:
     """The system prompt and tool schemas of a `request/header` snapshot (absent when empty; a fixture's
     `{{tools}}` token, or the original's list of tool names, stands for schemas this log does not hold)."""
     if header is None:

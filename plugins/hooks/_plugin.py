@@ -337,7 +337,7 @@ class Hooks:
             context.turn,
             tool_name=execution.call.name,
             tool_input=tool_input,
-            tool_use_id=execution.call.call_id,
+            tool_use_id=execution.call.id,
             **extra,
         )
         return await self.run_point(
@@ -347,7 +347,7 @@ class Hooks:
             payload,
             agent=context.agent,
             turn=context.turn,
-            anchor=execution.call.call_id,
+            anchor=execution.call.id,
         )
 
     async def pre_execute(

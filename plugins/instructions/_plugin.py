@@ -13,7 +13,7 @@ from pathlib import Path
 from dsh.runtime.agent import EVENT, STEP_INPUT, STEP_PREVIEW, Agent, AgentEvent, StepInput, StepPreview
 from dsh.runtime.kernel import Context, Next, Plugin
 from dsh.runtime.llm import MessageId, ToolResultBlock, UserMessage
-from dsh.runtime.session import StepEnd, ToolCall, ToolResult, TurnEnd
+from dsh.runtime.session import StepEnd, ToolCall, ToolResultEvent, TurnEnd
 
 from ._compose import Prepared, compose
 from ._config import Config
@@ -92,7 +92,7 @@ class Instructions:
 
     async def on_event(self, event: AgentEvent) -> None:
         stored = event.event
-        if stored.type not in (ToolCall.TAG, ToolResult.TAG, StepEnd.TAG, TurnEnd.TAG):
+        if stored.type not in (ToolCall.TAG, ToolResultEvent.TAG, StepEnd.TAG, TurnEnd.TAG):
             return
         agent = event.agent
         view = stored.view()
@@ -101,7 +101,7 @@ class Instructions:
             path = _touched_path(view.data.name, view.data.arguments)
             if path is not None:
                 state.calls[view.data.call_id] = path
-        elif isinstance(view, ToolResult):
+        elif isinstance(view, ToolResultEvent):
             blocks = [b for b in view.data.message.content if isinstance(b, ToolResultBlock)]
             for block in blocks:
                 path = state.calls.pop(block.tool_call_id, None)

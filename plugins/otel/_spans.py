@@ -25,12 +25,12 @@ from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, Trace
 
 from dsh.runtime.about import version
 from dsh.runtime.session import (
-    AssistantMessage,
+    AssistantMessageEvent,
     CallStats,
     SessionStats,
     StoredEvent,
     ToolCall,
-    ToolResult,
+    ToolResultEvent,
     ToolRun,
     TurnStats,
 )
@@ -94,15 +94,15 @@ def content_of(events: Iterable[StoredEvent]) -> Content:
     """The `Content` of a log (its assistant messages, tool calls and tool results; other events are skipped)."""
     content = Content()
     for event in events:
-        if event.type not in (AssistantMessage.TAG, ToolCall.TAG, ToolResult.TAG):
+        if event.type not in (AssistantMessageEvent.TAG, ToolCall.TAG, ToolResultEvent.TAG):
             continue
         view = event.view()
-        if isinstance(view, AssistantMessage):
+        if isinstance(view, AssistantMessageEvent):
             message = msgspec.json.encode(view.data.message.content).decode()
             content.outputs[(view.data.turn, view.data.step)] = message
         elif isinstance(view, ToolCall):
             content.arguments[view.data.call_id] = view.data.arguments
-        elif isinstance(view, ToolResult):
+        elif isinstance(view, ToolResultEvent):
             source = view.data.message.source
             call_id = getattr(source, "call_id", None)
             if call_id is not None:

@@ -17,8 +17,7 @@ import msgspec
 from dsh.runtime.agent import EVENT, STEP_RESULTS, Agent, AgentEvent, StepResults
 from dsh.runtime.kernel import Context, Next, Plugin
 from dsh.runtime.llm import MessageId, PluginSource, TextBlock, ToolResultBlock, UserMessage, UserSource
-from dsh.runtime.session import ToolCall, ToolResult
-from dsh.runtime.session import UserMessage as UserMessageEvent
+from dsh.runtime.session import ToolCall, ToolResultEvent, UserMessageEvent
 
 __all__ = ["GENTLE", "PLUGIN", "Config", "RepeatReminder", "canonical", "detailed", "plugin", "source"]
 
@@ -134,13 +133,13 @@ class RepeatReminder:
 
     async def on_event(self, event: AgentEvent) -> None:
         stored = event.event
-        if stored.type not in (ToolCall.TAG, ToolResult.TAG, UserMessageEvent.TAG):
+        if stored.type not in (ToolCall.TAG, ToolResultEvent.TAG, UserMessageEvent.TAG):
             return
         agent, view = event.agent, stored.view()
         calls = self._calls.setdefault(agent, {})
         if isinstance(view, ToolCall):
             calls[view.data.call_id] = (view.data.name, view.data.arguments)
-        elif isinstance(view, ToolResult):
+        elif isinstance(view, ToolResultEvent):
             for block in view.data.message.content:
                 if not isinstance(block, ToolResultBlock) or block.tool_call_id not in calls:
                     continue

@@ -37,8 +37,8 @@ from dsh.runtime.session import (
     SessionTitleLlmRequestData,
     TitleRoute,
     TurnEnd,
+    UserMessageEvent,
 )
-from dsh.runtime.session import UserMessage as UserMessageEvent
 
 __all__ = ["PURPOSE", "TitlesConfig", "normalise_title", "plugin", "title_prompt"]
 

@@ -10,7 +10,8 @@ import anyio
 import msgspec
 
 from dsh.runtime.kernel import Context, Next, Plugin
-from dsh.runtime.tools import EXECUTOR, Tool, ToolCall, ToolContext, ToolResult
+from dsh.runtime.llm import ToolCallBlock
+from dsh.runtime.tools import EXECUTOR, Tool, ToolContext, ToolResult
 from dsh.runtime.tools.definition import Execute
 
 __all__ = ["TOOL_TIMEOUT", "Config", "plugin", "timed_out"]
@@ -43,7 +44,7 @@ class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tr
 
 def _apply(ctx: Context, config: Config) -> None:
     async def executor(
-        execute: Execute, tool: Tool, call: ToolCall, context: ToolContext, next_: Next[Any]
+        execute: Execute, tool: Tool, call: ToolCallBlock, context: ToolContext, next_: Next[Any]
     ) -> Any:
         chosen: Execute = await next_(execute)
         ms = config.deadline(tool.name)

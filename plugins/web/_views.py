@@ -20,7 +20,7 @@ from dsh.runtime.session import (
     ApprovalDecided,
     ApprovalPolicy,
     AssistantChunk,
-    AssistantMessage,
+    AssistantMessageEvent,
     CommandDone,
     CommandRun,
     CompactionSummary,
@@ -36,10 +36,10 @@ from dsh.runtime.session import (
     StepStart,
     StoredEvent,
     TodoWrite,
-    ToolResult,
+    ToolResultEvent,
     TurnEnd,
     TurnStart,
-    UserMessage,
+    UserMessageEvent,
 )
 
 __all__ = ["Item", "SessionRow", "items", "live_from", "markdown", "session_row", "when"]
@@ -111,11 +111,11 @@ def item(event: StoredEvent) -> Item | None:
                 },
             )
         return None
-    if isinstance(view, UserMessage):
+    if isinstance(view, UserMessageEvent):
         message = view.data
         source = getattr(message.source, "kind", "user")
         return Item("user", seq, fields={"source": source, "text": markdown(_text(message.content))})
-    if isinstance(view, AssistantMessage):
+    if isinstance(view, AssistantMessageEvent):
         data = view.data
         blocks = data.message.content
         return Item(
@@ -134,7 +134,7 @@ def item(event: StoredEvent) -> Item | None:
                 "interrupted": bool(data.interrupted),
             },
         )
-    if isinstance(view, ToolResult):
+    if isinstance(view, ToolResultEvent):
         result = view.data
         text = "\n".join(
             inner.text
@@ -206,7 +206,7 @@ def live_from(events: Sequence[StoredEvent], length: int) -> int:
         view = event.view()
         if isinstance(view, TurnEnd):
             break
-        if isinstance(view, AssistantMessage):
+        if isinstance(view, AssistantMessageEvent):
             finished.add((view.data.turn, view.data.step))
         elif isinstance(view, AssistantChunk) and (view.data.turn, view.data.step) not in finished:
             first = event.seq
@@ -234,7 +234,7 @@ class SessionRow:
     depth: int
 
 
-_SUMMARY_TYPES = (TurnEnd.TAG, SessionTitle.TAG, AssistantMessage.TAG)
+_SUMMARY_TYPES = (TurnEnd.TAG, SessionTitle.TAG, AssistantMessageEvent.TAG)
 
 
 def session_row(store: SessionStoreProtocol, info: SessionInfo, depth: int = 0) -> SessionRow:
@@ -249,12 +249,12 @@ def session_row(store: SessionStoreProtocol, info: SessionInfo, depth: int = 0) 
             ended = view.data.reason.kind
         elif isinstance(view, SessionTitle):
             title = view.data.title
-        elif isinstance(view, AssistantMessage) and view.data.usage is not None:
+        elif isinstance(view, AssistantMessageEvent) and view.data.usage is not None:
             tokens += view.data.usage.input_tokens + view.data.usage.output_tokens
     if not title:
-        for event in store.events(info.id, types=(UserMessage,)):
+        for event in store.events(info.id, types=(UserMessageEvent,)):
             view = event.view()
-            if isinstance(view, UserMessage) and getattr(view.data.source, "kind", "user") == "user":
+            if isinstance(view, UserMessageEvent) and getattr(view.data.source, "kind", "user") == "user":
                 title = _text(view.data.content)[:120]
                 break
     return SessionRow(info, title or "(no prompt)", when(info.created_at), turns, tokens, ended, depth)

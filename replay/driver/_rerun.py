@@ -28,7 +28,7 @@ from dsh.runtime.host import TerminalView, hosted
 from dsh.runtime.kernel import Context, Deployment
 from dsh.runtime.llm import TextBlock, UserBlock
 from dsh.runtime.session import (
-    AssistantMessage,
+    AssistantMessageEvent,
     CountingIds,
     FixedClock,
     RequestHeader,
@@ -264,7 +264,7 @@ async def _run_plan(
 
     async def steer_at_step(event: AgentEvent) -> None:
         stored = event.event
-        if not current or event.agent is not current[-1] or stored.type != AssistantMessage.TAG:
+        if not current or event.agent is not current[-1] or stored.type != AssistantMessageEvent.TAG:
             return
         view = stored.view()
         data = view.data

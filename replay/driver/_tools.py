@@ -31,11 +31,9 @@ import anyio
 
 from dsh.plugins.mcp import CONNECT, Connector, LinkError, ListedTool, ServerRef, tool_prefix
 from dsh.runtime.kernel import Context
-from dsh.runtime.llm import ImageBlock, TextBlock, ToolResultBlock
-from dsh.runtime.session import ToolCall as ToolCallEvent
-from dsh.runtime.session import ToolCallData, ToolResultData
-from dsh.runtime.session import ToolResult as ToolResultEvent
-from dsh.runtime.tools import EXECUTOR, Tool, ToolCall, ToolContext, ToolResult
+from dsh.runtime.llm import ImageBlock, TextBlock, ToolCallBlock, ToolResultBlock
+from dsh.runtime.session import ToolCall, ToolCallData, ToolResultData, ToolResultEvent
+from dsh.runtime.tools import EXECUTOR, Tool, ToolContext, ToolResult
 from dsh.runtime.tools.definition import Execute
 
 from ..recordings._errors import ReplayMismatch
@@ -64,7 +62,7 @@ def _tape(log: RecordedLog) -> _Tape:
         if event.seq < log.info.seed_length:  # inherited by a fork: its calls are not re-run in this session
             continue
         view = event.view()
-        if isinstance(view, ToolCallEvent):
+        if isinstance(view, ToolCall):
             call = view.data
             tape.calls.setdefault((call.turn, call.step), []).append(call)
         elif isinstance(view, ToolResultEvent):
@@ -104,7 +102,7 @@ class RecordedTools:
         return self._modes.get(tool.name, "live" if tool.hermetic else "recorded")
 
     async def executor(
-        self, execute: Execute, tool: Tool, call: ToolCall, context: ToolContext, next_: Any
+        self, execute: Execute, tool: Tool, call: ToolCallBlock, context: ToolContext, next_: Any
     ) -> Any:
         """The `tools/executor` listener: the tool's own executor for a live tool, the recording's for the rest;
         either way followed by the context edits the recording logged while that call ran (replay/script/_edits.py)."""
@@ -172,14 +170,14 @@ class RecordedTools:
         self._adapter.report(error)
         raise error
 
-    def serve(self, tool: Tool, call: ToolCall, context: ToolContext) -> ToolResult:
+    def serve(self, tool: Tool, call: ToolCallBlock, context: ToolContext) -> ToolResult:
         """The recorded result of `call`; raises (and reports) `ReplayMismatch` when the recording holds none."""
         cwd = str(context.cwd)
         where = f"turn {context.turn} step {context.step}"
         asked = f"{call.name} {_canonical(call.arguments, cwd)}"
         if context.log is None:
             self._mismatch(
-                f"{tool.name} is recorded, and its call {call.call_id} was made outside a session",
+                f"{tool.name} is recorded, and its call {call.id} was made outside a session",
                 session=None,
                 log=None,
                 recorded="(no session)",
@@ -277,7 +275,7 @@ class RecordedTools:
         assert context.log is not None
         info = context.log.info
         ids = []
-        for event in context.log.store.events(info.id, start=info.seed_length or 0, types=(ToolCallEvent,)):
+        for event in context.log.store.events(info.id, start=info.seed_length or 0, types=(ToolCall,)):
             data = event.view().data
             assert isinstance(data, ToolCallData)
             if data.turn == context.turn and data.step == context.step:
@@ -320,7 +318,7 @@ def recorded_servers(adapter: ReplayAdapter, modes: Mapping[str, ToolMode]) -> C
         for log in adapter.recording.logs:
             for event, _ in log.events():
                 view = event.view()
-                if isinstance(view, ToolCallEvent) and view.data.name.startswith(prefix):
+                if isinstance(view, ToolCall) and view.data.name.startswith(prefix):
                     names[view.data.name] = None
         tools = [
             ListedTool(

@@ -10,11 +10,11 @@ from typing import Any
 from dsh.runtime.agent import AgentState
 from dsh.runtime.llm import TextBlock, ToolResultBlock
 from dsh.runtime.session import (
-    AssistantMessage,
+    AssistantMessageEvent,
     StoredEvent,
     ToolCall,
-    ToolResult,
     ToolResultData,
+    ToolResultEvent,
     read_jsonl,
 )
 
@@ -48,7 +48,7 @@ def tool_calls(events: list[StoredEvent]) -> list[ToolCallRecord]:
     results: dict[str, ToolResultData] = {}
     for event in events:
         view = event.view()
-        if isinstance(view, ToolResult):
+        if isinstance(view, ToolResultEvent):
             for block in view.data.message.content:
                 if isinstance(block, ToolResultBlock):
                     results[block.tool_call_id] = view.data
@@ -85,7 +85,7 @@ def final_text(events: list[StoredEvent]) -> str | None:
     text = None
     for event in events:
         view = event.view()
-        if isinstance(view, AssistantMessage):
+        if isinstance(view, AssistantMessageEvent):
             written = "".join(
                 block.text for block in view.data.message.content if isinstance(block, TextBlock)
             )

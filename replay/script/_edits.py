@@ -11,10 +11,8 @@ from dataclasses import dataclass
 
 import msgspec
 
-from dsh.runtime.llm import MessageId
-from dsh.runtime.llm import UserMessage as UserTurnMessage
-from dsh.runtime.session import Replace, StepEnd, ToolCall, ToolResult
-from dsh.runtime.session import UserMessage as UserMessageEvent
+from dsh.runtime.llm import MessageId, UserMessage
+from dsh.runtime.session import Replace, StepEnd, ToolCall, ToolResultEvent, UserMessageEvent
 from dsh.runtime.tools import ToolContext
 
 from ..recordings._errors import ReplayMismatch, ScriptError
@@ -29,14 +27,14 @@ class Edit:
     """One recorded edit: the message it put in place of `replaced` (the recorded user messages it shadows, in
     order), and where it is in the recording."""
 
-    message: UserTurnMessage
-    replaced: tuple[UserTurnMessage, ...]
+    message: UserMessage
+    replaced: tuple[UserMessage, ...]
     place: str
 
 
 def recorded_edits(log: RecordedLog) -> dict[tuple[int, int, str], list[Edit]]:
     """The edits logged while a step's tools ran, by the (turn, step, call id) of the result they precede."""
-    users: dict[int, UserTurnMessage] = {}
+    users: dict[int, UserMessage] = {}
     edits: dict[tuple[int, int, str], list[Edit]] = {}
     pending: list[Edit] = []
     running: tuple[int, int] | None = None
@@ -44,7 +42,7 @@ def recorded_edits(log: RecordedLog) -> dict[tuple[int, int, str], list[Edit]]:
         if event.seq < log.info.seed_length or event.type not in (
             UserMessageEvent.TAG,
             ToolCall.TAG,
-            ToolResult.TAG,
+            ToolResultEvent.TAG,
             StepEnd.TAG,
         ):
             continue
@@ -65,7 +63,7 @@ def recorded_edits(log: RecordedLog) -> dict[tuple[int, int, str], list[Edit]]:
             pending.append(Edit(view.data, tuple(users[seq] for seq in shadowed), log.place(event, line)))
         elif isinstance(view, ToolCall):
             running = (view.data.turn, view.data.step)
-        elif isinstance(view, ToolResult):
+        elif isinstance(view, ToolResultEvent):
             if pending:
                 call = next(b.tool_call_id for b in view.data.message.content if hasattr(b, "tool_call_id"))
                 edits.setdefault((view.data.turn, view.data.step, call), []).extend(pending)
@@ -75,8 +73,8 @@ def recorded_edits(log: RecordedLog) -> dict[tuple[int, int, str], list[Edit]]:
     return edits
 
 
-def _same(live: UserTurnMessage, recorded: UserTurnMessage, cwd: str) -> bool:
-    def body(message: UserTurnMessage) -> bytes:
+def _same(live: UserMessage, recorded: UserMessage, cwd: str) -> bool:
+    def body(message: UserMessage) -> bytes:
         return msgspec.json.encode((message.content, message.source))
 
     return body(live).replace(cwd.encode(), CWD_PLACEHOLDER.encode()) == body(recorded)
@@ -100,7 +98,7 @@ async def apply_edits(edits: list[Edit], context: ToolContext) -> ReplayMismatch
                 (
                     s
                     for s, data in live
-                    if s not in seqs and isinstance(data, UserTurnMessage) and _same(data, wanted, cwd)
+                    if s not in seqs and isinstance(data, UserMessage) and _same(data, wanted, cwd)
                 ),
                 None,
             )
@@ -116,7 +114,7 @@ async def apply_edits(edits: list[Edit], context: ToolContext) -> ReplayMismatch
                     asked="(no such message in the re-run)",
                 )
             seqs.append(seq)
-        message = UserTurnMessage(
+        message = UserMessage(
             id=MessageId(log.ids.new_id("message")), content=edit.message.content, source=edit.message.source
         )
         await agent.append(

@@ -9,15 +9,13 @@ from collections.abc import Iterable
 
 import msgspec
 
-from dsh.runtime.llm import InstructionsSource
-from dsh.runtime.llm import UserMessage as UserTurnMessage
-from dsh.runtime.session import StoredEvent
-from dsh.runtime.session import UserMessage as UserMessageEvent
+from dsh.runtime.llm import InstructionsSource, UserMessage
+from dsh.runtime.session import StoredEvent, UserMessageEvent
 
 __all__ = ["instruction_divergence", "instruction_messages"]
 
 
-def instruction_messages(events: Iterable[StoredEvent], *, seed: int = 0) -> list[UserTurnMessage]:
+def instruction_messages(events: Iterable[StoredEvent], *, seed: int = 0) -> list[UserMessage]:
     """The `agent-instructions` user messages logged at seq >= `seed`, in order."""
     out = []
     for event in events:
@@ -29,18 +27,18 @@ def instruction_messages(events: Iterable[StoredEvent], *, seed: int = 0) -> lis
     return out
 
 
-def _body(message: UserTurnMessage) -> bytes:
+def _body(message: UserMessage) -> bytes:
     return msgspec.json.encode({"content": message.content, "source": message.source})
 
 
-def _files(message: UserTurnMessage | None) -> dict[str, tuple[str, str | None]]:
+def _files(message: UserMessage | None) -> dict[str, tuple[str, str | None]]:
     if message is None:
         return {}
     assert isinstance(message.source, InstructionsSource)
     return {c.scope: (c.path, c.digest) for c in message.source.changes}
 
 
-def _why(recorded: UserTurnMessage | None, replayed: UserTurnMessage | None) -> str:
+def _why(recorded: UserMessage | None, replayed: UserMessage | None) -> str:
     was, now = _files(recorded), _files(replayed)
     for scope in dict.fromkeys((*was, *now)):
         if scope not in now:
@@ -56,7 +54,7 @@ def _why(recorded: UserTurnMessage | None, replayed: UserTurnMessage | None) -> 
 
 
 def instruction_divergence(
-    recorded: list[UserTurnMessage], replayed: list[UserTurnMessage], *, cwd: str | None = None
+    recorded: list[UserMessage], replayed: list[UserMessage], *, cwd: str | None = None
 ) -> str | None:
     """None when the re-run sent the recording's instruction messages, byte for byte; else which one differs, why
     (the file), and both texts."""

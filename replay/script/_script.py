@@ -70,8 +70,8 @@ from dsh.runtime.session import (
     SummaryData,
     TurnEnd,
     TurnStart,
+    UserMessageEvent,
 )
-from dsh.runtime.session import UserMessage as UserMessageEvent
 
 from ..recordings._errors import ScriptError, format_call
 from ..recordings._source import LogInfo, RecordedLog

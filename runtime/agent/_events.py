@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dsh.runtime.kernel import Emit, Waterfall
-from dsh.runtime.llm import CallConfig, LlmFailure, Message, PluginSource, ToolSpec, UserMessage
+from dsh.runtime.llm import CallConfig, LlmFailure, Message, PluginSource, ToolSchema, UserMessage
 from dsh.runtime.session import StoredEvent
 
 if TYPE_CHECKING:
@@ -72,7 +72,7 @@ class PreStep:
     step: int
     system: str
     messages: tuple[Message, ...]
-    tools: tuple[ToolSpec, ...] = ()
+    tools: tuple[ToolSchema, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
+import msgspec
 
 from dsh.runtime.kernel.errors import DshError
 from dsh.runtime.llm import (
@@ -33,8 +34,8 @@ from dsh.runtime.llm import (
     TextBlock,
     ToolCallBlock,
     ToolResultBlock,
+    ToolSchema,
     ToolSource,
-    ToolSpec,
     UserBlock,
     UserMessage,
     UserSource,
@@ -47,6 +48,7 @@ from dsh.runtime.session import (
     AssistantChunk,
     AssistantChunkData,
     AssistantMessageData,
+    AssistantMessageEvent,
     EpochHeader,
     HeaderConfig,
     HeaderReason,
@@ -61,17 +63,15 @@ from dsh.runtime.session import (
     ToolCallData,
     ToolResultData,
     ToolResultError,
+    ToolResultEvent,
     TurnEnd,
     TurnEndData,
     TurnEndReason,
     TurnStart,
     TurnStartData,
+    UserMessageEvent,
 )
-from dsh.runtime.session import AssistantMessage as ModelMessageEvent
-from dsh.runtime.session import ToolResult as ToolResultEvent
-from dsh.runtime.session import UserMessage as UserMessageEvent
 from dsh.runtime.tools import TOOLS, ToolContext, ToolResult
-from dsh.runtime.tools import ToolCall as ToolInvocation
 
 from ._agent import Agent
 from ._events import (
@@ -138,15 +138,10 @@ def assemble_context_for(agent: Agent) -> AssembleContext:
 
 
 def _header_config(provider: str, model: str, config: CallConfig) -> HeaderConfig:
-    """The header config of a call: provider, model and every set field of `config`."""
-    return HeaderConfig(
-        provider=provider,
-        model=model,
-        temperature=config.temperature,
-        max_tokens=config.max_tokens,
-        reasoning_effort=config.reasoning_effort,
-        stop=config.stop,
-    )
+    """The header config of a call: provider, model and every set field of `config`. The wire flattens the call
+    config beside the route, so the header keeps its own Struct, built here from the `CallConfig` field for field:
+    a field added to `CallConfig` and not to `HeaderConfig` fails here, on the first call."""
+    return HeaderConfig(provider=provider, model=model, **msgspec.structs.asdict(config))
 
 
 def _failure_of(error: BaseException) -> LlmFailure:
@@ -197,10 +192,8 @@ class _Turn:
             assembly = await agent.ctx.get(SYSTEM_PROMPT).assemble(assemble_context_for(agent))
             system = render_prompt(assembly)
             snapshot = render_context_snapshot(assembly)
-            tools = tuple(
-                ToolSpec(name=t.name, description=t.description, parameters=t.parameters)
-                for t in assembly.tools
-            )
+            # the assembled schemas are the request's own: frozen values, handed on, not copied
+            tools = tuple(assembly.tools)
             added = AddContext()
             prompts = [item for item in entering if isinstance(item.message.source, UserSource)]
             if self.step == 1 and prompts:
@@ -302,7 +295,7 @@ class _Turn:
         await agent.append(RequestContext(data=context))
 
     async def call(
-        self, route: RequestConfig, system: str, tools: tuple[ToolSpec, ...]
+        self, route: RequestConfig, system: str, tools: tuple[ToolSchema, ...]
     ) -> tuple[AssistantBlock, ...] | None:
         """The model call of this step, attempts included; returns the logged message's content, or None when the
         stream was aborted. An unretried error finish raises `LlmCallError`. A call cancelled (mid-stream, or
@@ -350,7 +343,7 @@ class _Turn:
         if texts:
             self.text = "".join(texts)
         await agent.append(
-            ModelMessageEvent(
+            AssistantMessageEvent(
                 data=AssistantMessageData(
                     turn=self.turn, step=self.step, message=message, usage=assembled.usage
                 ),
@@ -406,7 +399,7 @@ class _Turn:
                 step=self.step,
                 agent=agent,
             )
-            results[index] = await tools.execute(ToolInvocation(call.id, call.name, call.arguments), context)
+            results[index] = await tools.execute(call, context)
 
         try:
             async with anyio.create_task_group() as group:
@@ -473,7 +466,7 @@ class _Turn:
             source=ModelSource(provider=streamed.provider, model=streamed.model),
         )
         await self.agent.append(
-            ModelMessageEvent(
+            AssistantMessageEvent(
                 data=AssistantMessageData(turn=self.turn, step=self.step, message=partial, interrupted=True),
                 surface_op="append",
                 source_event_seqs=tuple(streamed.seqs),

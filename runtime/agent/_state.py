@@ -28,10 +28,10 @@ from dsh.runtime.session import (
     SessionEndSeed,
     StoredEvent,
     SurfaceNode,
-    ToolResult,
     ToolResultData,
+    ToolResultEvent,
+    UserMessageEvent,
 )
-from dsh.runtime.session import UserMessage as UserMessageEvent
 
 __all__ = ["SNAPSHOT_FORM", "AgentState", "InboxItem"]
 
@@ -68,7 +68,7 @@ class AgentState:
         InboxSpliced,
         JobSettled,
         UserMessageEvent,
-        ToolResult,
+        ToolResultEvent,
     )
 
     def __init__(self) -> None:

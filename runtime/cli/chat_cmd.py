@@ -64,8 +64,7 @@ from dsh.runtime.host import (
 from dsh.runtime.kernel import DshError
 from dsh.runtime.llm import TextBlock, UserSource
 from dsh.runtime.prompt import SYSTEM_PROMPT, render_prompt
-from dsh.runtime.session import TurnEnd, is_postgres_url, redact_url
-from dsh.runtime.session import UserMessage as UserMessageEvent
+from dsh.runtime.session import TurnEnd, UserMessageEvent, is_postgres_url, redact_url
 from dsh.runtime.tools import ASK, QUESTION
 
 from ._approval import terminal_answerer, terminal_questioner

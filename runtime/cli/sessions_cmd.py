@@ -31,7 +31,7 @@ from dsh.runtime.kernel.errors import ConfigError, SessionError
 from dsh.runtime.llm import Message, ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
 from dsh.runtime.session import (
     AssistantChunk,
-    AssistantMessage,
+    AssistantMessageEvent,
     RequestContext,
     SessionEndSeed,
     SessionInfo,
@@ -42,11 +42,11 @@ from dsh.runtime.session import (
     StepStart,
     StoredEvent,
     ToolCall,
-    ToolResult,
+    ToolResultEvent,
     TurnEnd,
     TurnEndReason,
     TurnStart,
-    UserMessage,
+    UserMessageEvent,
     copy_plan,
     copy_sessions,
     event_line,
@@ -255,9 +255,9 @@ _RENDERED = frozenset(
         SessionEndSeed.TAG,
         TurnEnd.TAG,
         ToolCall.TAG,
-        UserMessage.TAG,
-        AssistantMessage.TAG,
-        ToolResult.TAG,
+        UserMessageEvent.TAG,
+        AssistantMessageEvent.TAG,
+        ToolResultEvent.TAG,
     }
 )
 """The types `show` draws from their data; the others are named in one dim line, their data never decoded."""
@@ -327,15 +327,19 @@ def _render(
         console.print(Text(f"  → tool/call {call.name} {call.arguments}", style="yellow"))
         for child in spawned.get((call.turn, call.step, call.call_id), ()):
             console.print(Text(f"    ↳ subagent session {child}", style="magenta"))
-    elif isinstance(view, UserMessage | AssistantMessage | ToolResult):
-        message = view.data if isinstance(view, UserMessage) else view.data.message
+    elif isinstance(view, UserMessageEvent | AssistantMessageEvent | ToolResultEvent):
+        message = view.data if isinstance(view, UserMessageEvent) else view.data.message
         replaced = (
             "" if event.surface_op == "append" else f" (replaces {msgspec.to_builtins(event.surface_op)})"
         )
-        who = {UserMessage.TAG: "user", AssistantMessage.TAG: "assistant", ToolResult.TAG: "tool"}[kind]
-        if isinstance(view, AssistantMessage) and view.data.interrupted:
+        who = {
+            UserMessageEvent.TAG: "user",
+            AssistantMessageEvent.TAG: "assistant",
+            ToolResultEvent.TAG: "tool",
+        }[kind]
+        if isinstance(view, AssistantMessageEvent) and view.data.interrupted:
             who += " (interrupted)"
-        if isinstance(view, ToolResult) and view.data.error is not None:
+        if isinstance(view, ToolResultEvent) and view.data.error is not None:
             who += f" ({view.data.error.code})"
         console.print(Text(f"{who}{replaced}  seq {event.seq}", style="bold cyan"))
         for part, text in _text_of(message):

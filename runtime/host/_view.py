@@ -28,8 +28,8 @@ from dsh.runtime.session import (
     LlmRetry,
     LlmRetryData,
     ToolCall,
-    ToolResult,
     ToolResultData,
+    ToolResultEvent,
     TurnEnd,
     TurnEndData,
 )
@@ -80,7 +80,7 @@ class TerminalView:
                 else call.arguments[:_ARGUMENT_CHARS] + "…"
             )
             self._line(f"[bold cyan]→ {escape(call.name)}[/] [cyan]{escape(arguments)}[/]")
-        elif isinstance(view, ToolResult):
+        elif isinstance(view, ToolResultEvent):
             self._result(view.data)
         elif isinstance(view, LlmRetry):
             self._retry(view.data)

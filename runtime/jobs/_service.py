@@ -107,27 +107,54 @@ Work = Callable[[JobIO], Awaitable[JobEnd]]
 
 
 class Job:
-    """One background job of one agent: `id`, `kind`, `tool` (that started it), `label`, `status`, and how it
-    ended (`exit_code`, `output`, `error`, `reason` for a kill)."""
+    """One background job of one agent, read from its two facts: `started` (its `job/started` data: `id`, `kind`,
+    the `tool` that started it, `label`) and, once it has settled, `outcome` (its `job/settled` data: `status`,
+    `exit_code`, `error`, `reason` for a kill). `output` is what its work returned for the model (never logged)."""
 
-    def __init__(self, job_id: str, kind: JobKind, tool: str, label: str | None) -> None:
-        self.id = job_id
-        self.kind: JobKind = kind
-        self.tool = tool
-        self.label = label
-        self.status: JobStatus = "running"
-        self.exit_code: int | None = None
+    def __init__(self, started: JobStartedData) -> None:
+        self.started = started
+        self.outcome: JobSettledData | None = None
         self.output: str | None = None
-        self.error: str | None = None
-        self.reason: str | None = None
         self.io = JobIO()
         self._scope = anyio.CancelScope()
         self._settled = anyio.Event()
         self._kill_reason: str | None = None
 
     @property
+    def id(self) -> str:
+        return self.started.job_id
+
+    @property
+    def kind(self) -> JobKind:
+        return self.started.kind
+
+    @property
+    def tool(self) -> str:
+        return self.started.tool
+
+    @property
+    def label(self) -> str | None:
+        return self.started.label
+
+    @property
+    def status(self) -> JobStatus:
+        return "running" if self.outcome is None else self.outcome.status
+
+    @property
+    def exit_code(self) -> int | None:
+        return None if self.outcome is None else self.outcome.exit_code
+
+    @property
+    def error(self) -> str | None:
+        return None if self.outcome is None else self.outcome.error
+
+    @property
+    def reason(self) -> str | None:
+        return None if self.outcome is None else self.outcome.reason
+
+    @property
     def settled(self) -> bool:
-        return self.status != "running"
+        return self.outcome is not None
 
     def kill(self, reason: str | None = None) -> bool:
         """Ask the job to stop (returns at once; it settles as killed once its work has stopped). False: it had
@@ -167,25 +194,27 @@ class Job:
             return f"{what} was killed{f' ({self.reason})' if self.reason else ''}."
         return f"{what} failed{f': {self.error}' if self.error and self.kind == 'stream' else ''}."
 
-    def _settle(self, status: JobStatus, end: JobEnd | None = None, *, reason: str | None = None) -> None:
-        self.status = status
-        if end is not None:
-            self.exit_code, self.output, self.error = end.exit_code, end.output, end.error
-        self.reason = reason
+    def _settle(
+        self,
+        status: Literal["completed", "killed", "failed"],
+        end: JobEnd | None = None,
+        *,
+        reason: str | None = None,
+    ) -> None:
+        self.outcome = JobSettledData(
+            job_id=self.id,
+            status=status,
+            exit_code=None if end is None else end.exit_code,
+            error=None if end is None else end.error,
+            reason=reason,
+        )
+        self.output = None if end is None else end.output
         self.io.close()
         self._settled.set()
 
     def settled_event(self) -> JobSettled:
-        assert self.status != "running"
-        return JobSettled(
-            data=JobSettledData(
-                job_id=self.id,
-                status=self.status,
-                exit_code=self.exit_code,
-                error=self.error,
-                reason=self.reason,
-            )
-        )
+        assert self.outcome is not None, "a running job has no job/settled"
+        return JobSettled(data=self.outcome)
 
     def __repr__(self) -> str:
         return f"Job({self.id!r}, {self.kind}, {self.status})"
@@ -206,13 +235,13 @@ class Jobs:
         for event in agent.log.store.events(agent.id, types=(JobStarted, JobSettled)):
             value = event.view()
             if isinstance(value, JobStarted):
-                started = value.data
-                self._jobs[started.job_id] = Job(started.job_id, started.kind, started.tool, started.label)
-                self._jobs[started.job_id]._settle("failed", JobEnd("failed", error=LOST))
-            elif isinstance(value, JobSettled) and (earlier := self._jobs.get(value.data.job_id)) is not None:
-                settled = value.data
-                earlier.status, earlier.exit_code = settled.status, settled.exit_code
-                earlier.error, earlier.reason = settled.error, settled.reason
+                earlier = self._jobs[value.data.job_id] = Job(value.data)
+                earlier._settle("failed", JobEnd("failed", error=LOST))
+            elif (
+                isinstance(value, JobSettled)
+                and (earlier_job := self._jobs.get(value.data.job_id)) is not None
+            ):
+                earlier_job.outcome = value.data
         self._count = len(self._jobs)
 
     def all(self) -> list[Job]:
@@ -238,11 +267,16 @@ class Jobs:
     ) -> Job:
         """Log `job/started` and run `work` in the agent's background; returns the running job at once."""
         self._count += 1
-        job = Job(f"job-{self._count}", kind, tool, label)
-        self._jobs[job.id] = job
         started = JobStartedData(
-            job_id=job.id, kind=kind, tool=tool, call_id=call_id, turn=turn, step=step, label=label
+            job_id=f"job-{self._count}",
+            kind=kind,
+            tool=tool,
+            call_id=call_id,
+            turn=turn,
+            step=step,
+            label=label,
         )
+        job = self._jobs[started.job_id] = Job(started)
         await self.agent.append(JobStarted(data=started))
         await self.agent.start_background(self._run, job, work)
         return job

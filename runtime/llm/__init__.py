@@ -54,13 +54,15 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from ._errors import ContextWindowError as ContextWindowError
     from ._errors import LlmCallError as LlmCallError
     from ._errors import ProviderConflictError as ProviderConflictError
+    from ._errors import ReadOnlyToolSchemaError as ReadOnlyToolSchemaError
+    from ._errors import ToolSchemaError as ToolSchemaError
     from ._errors import error_chain as error_chain
     from ._request import CallConfig as CallConfig
     from ._request import CallKey as CallKey
     from ._request import ContextWindowAdapter as ContextWindowAdapter
     from ._request import LlmAdapter as LlmAdapter
     from ._request import LlmRequest as LlmRequest
-    from ._request import ToolSpec as ToolSpec
+    from ._request import ToolSchema as ToolSchema
     from ._runtime import LLM as LLM
     from ._runtime import CallStream as CallStream
     from ._runtime import LlmRuntime as LlmRuntime
@@ -114,6 +116,7 @@ __all__ = [
     "JobNoticeSource",
     "PluginSource",
     "ProviderConflictError",
+    "ReadOnlyToolSchemaError",
     "ReasoningBlock",
     "ReasoningDelta",
     "StreamChunk",
@@ -125,7 +128,8 @@ __all__ = [
     "ToolResultBlock",
     "ToolResultContent",
     "ToolSource",
-    "ToolSpec",
+    "ToolSchema",
+    "ToolSchemaError",
     "UsageChunk",
     "UserBlock",
     "UserMessage",
@@ -195,13 +199,15 @@ _LAZY = {
     "ContextWindowError": "._errors",
     "LlmCallError": "._errors",
     "ProviderConflictError": "._errors",
+    "ReadOnlyToolSchemaError": "._errors",
+    "ToolSchemaError": "._errors",
     "error_chain": "._errors",
     "CallConfig": "._request",
     "CallKey": "._request",
     "ContextWindowAdapter": "._request",
     "LlmAdapter": "._request",
     "LlmRequest": "._request",
-    "ToolSpec": "._request",
+    "ToolSchema": "._request",
     "LLM": "._runtime",
     "CallStream": "._runtime",
     "LlmRuntime": "._runtime",

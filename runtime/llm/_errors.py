@@ -7,15 +7,27 @@ LlmError
 ├── ProviderConflictError (ValueError)  a provider id is registered twice
 └── ContextWindowError (ValueError)     an adapter answered a context window that is not a positive int or None
 ```
+
+A `ToolSchema`'s two errors stay under `PromptError`, where they were before the schema moved here from
+dsh.runtime.prompt (which re-exports them): `ToolSchemaError` (parameters that are not JSON-shaped) and
+`ReadOnlyToolSchemaError` (an in-place change of shared parameters).
 """
 
 from __future__ import annotations
 
-from dsh.runtime.kernel.errors import LlmError
+from dsh.runtime.kernel.errors import LlmError, PromptError
 
 from ._chunks import LlmFailure
 
-__all__ = ["ChunkProtocolError", "ContextWindowError", "LlmCallError", "ProviderConflictError", "error_chain"]
+__all__ = [
+    "ChunkProtocolError",
+    "ContextWindowError",
+    "LlmCallError",
+    "ProviderConflictError",
+    "ReadOnlyToolSchemaError",
+    "ToolSchemaError",
+    "error_chain",
+]
 
 
 class LlmCallError(LlmError):
@@ -70,3 +82,22 @@ def error_chain(error: BaseException, *, limit: int = 8) -> str:
         chain.append(f"{type(cause).__name__}: {cause}")
         cause = cause.__cause__ or cause.__context__
     return " <- ".join(chain)
+
+
+class ToolSchemaError(PromptError, TypeError):
+    """A `ToolSchema`'s parameters are not JSON-shaped; `path` (`$.properties.x`) is where the first bad value is."""
+
+    def __init__(self, message: str, *, tool: str, path: str) -> None:
+        super().__init__(message)
+        self.tool = tool
+        self.path = path
+
+
+class ReadOnlyToolSchemaError(PromptError, TypeError):
+    """Something tried to change a tool's parameters in place; they are shared by every assembly. `operation` is
+    what it tried (`__setitem__`, `append`...)."""
+
+    def __init__(self, message: str, *, tool: str, operation: str) -> None:
+        super().__init__(message)
+        self.tool = tool
+        self.operation = operation

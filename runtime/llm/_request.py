@@ -10,16 +10,30 @@ import msgspec
 
 from ._chunks import StreamChunk
 from ._content import Message
+from ._frozen import freeze_parameters
 
-__all__ = ["CallConfig", "CallKey", "ContextWindowAdapter", "LlmAdapter", "LlmRequest", "ToolSpec"]
+__all__ = ["CallConfig", "CallKey", "ContextWindowAdapter", "LlmAdapter", "LlmRequest", "ToolSchema"]
 
 
-class ToolSpec(msgspec.Struct, frozen=True, kw_only=True):
-    """A tool as the model sees it: its name, its description and a JSON Schema of its parameters."""
+class ToolSchema(msgspec.Struct, frozen=True):
+    """A tool as the model sees it: its name, its description and its parameters as a JSON Schema object. Prompt
+    assembly produces them (dsh.runtime.prompt), a model call offers them (`LlmRequest.tools`) and `request/header`
+    logs them: one value all the way, never copied field by field.
+
+    A value: the parameters are frozen when the schema is built or decoded (a read-only deep copy; not JSON-shaped
+    raises `ToolSchemaError`), so one schema is shared by every assembly and request, and changing its parameters in
+    place raises `ReadOnlyToolSchemaError`. To change a tool for one assembly, put a new schema in its place
+    (`msgspec.structs.replace(schema, parameters=...)`). The frozen form encodes to the bytes of the plain one.
+
+    Fields it does not model are ignored when it is decoded (a `request/header` of a newer or foreign log keeps
+    them in its stored bytes; the typed view reads these three)."""
 
     name: str
     description: str
-    parameters: dict[str, Any]
+    parameters: dict[str, Any] = msgspec.field(default_factory=lambda: {"type": "object", "properties": {}})
+
+    def __post_init__(self) -> None:
+        msgspec.structs.force_setattr(self, "parameters", freeze_parameters(self.parameters, self.name))
 
 
 class CallConfig(
@@ -57,7 +71,7 @@ class LlmRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_onl
     model: str
     messages: tuple[Message, ...]
     system: str = ""
-    tools: tuple[ToolSpec, ...] = ()
+    tools: tuple[ToolSchema, ...] = ()
     config: CallConfig = CallConfig()
     session_id: str | None = None
     call: CallKey | None = None

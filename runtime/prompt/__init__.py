@@ -2,6 +2,7 @@
 
 from dsh.runtime.kernel.errors import PromptError as PromptError
 from dsh.runtime.kernel.errors import PromptRenderError as PromptRenderError
+from dsh.runtime.llm import ToolSchema as ToolSchema
 
 from ._errors import CompleteSectionConflictError as CompleteSectionConflictError
 from ._errors import DuplicatePromptNameError as DuplicatePromptNameError
@@ -40,7 +41,6 @@ from ._types import PromptContext as PromptContext
 from ._types import PromptSection as PromptSection
 from ._types import TextProvider as TextProvider
 from ._types import ToolProvider as ToolProvider
-from ._types import ToolSchema as ToolSchema
 from ._types import ToolSet as ToolSet
 from ._types import VariableProvider as VariableProvider
 

@@ -1,4 +1,5 @@
-"""The prompt's errors, under the kernel's `PromptError` branch (`PromptRenderError` is the kernel's own).
+"""The prompt's errors, under the kernel's `PromptError` branch (`PromptRenderError` is the kernel's own; the two
+tool schema errors are raised where a `ToolSchema` is built, in dsh.runtime.llm, and re-exported here).
 
 ```
 PromptError
@@ -13,14 +14,15 @@ PromptError
 │   ├── ToolOrderError (ValueError)           `tool_order` names an unknown tool, or a provider used the marker
 │   └── PromptProviderError                   a provider raised (the cause is chained) ...
 │       └── ProviderResultError (TypeError)   ... or returned the wrong type
-├── ToolSchemaError (TypeError)               tool parameters that are not JSON-shaped
-└── ReadOnlyToolSchemaError (TypeError)       an in-place change of a shared tool schema's parameters
+├── ToolSchemaError (TypeError)               tool parameters that are not JSON-shaped (dsh.runtime.llm)
+└── ReadOnlyToolSchemaError (TypeError)       an in-place change of a shared tool schema's parameters (llm)
 ```
 """
 
 from __future__ import annotations
 
 from dsh.runtime.kernel.errors import PromptError, PromptRenderError
+from dsh.runtime.llm import ReadOnlyToolSchemaError, ToolSchemaError
 
 __all__ = [
     "CompleteSectionConflictError",
@@ -98,22 +100,3 @@ class PromptProviderError(PromptAssemblyError):
 
 class ProviderResultError(PromptProviderError, TypeError):
     """A provider returned something other than what its kind must return (str; str or None; ToolSet)."""
-
-
-class ToolSchemaError(PromptError, TypeError):
-    """A `ToolSchema`'s parameters are not JSON-shaped; `path` (`$.properties.x`) is where the first bad value is."""
-
-    def __init__(self, message: str, *, tool: str, path: str) -> None:
-        super().__init__(message)
-        self.tool = tool
-        self.path = path
-
-
-class ReadOnlyToolSchemaError(PromptError, TypeError):
-    """Something tried to change a tool's parameters in place; they are shared by every assembly. `operation` is
-    what it tried (`__setitem__`, `append`...)."""
-
-    def __init__(self, message: str, *, tool: str, operation: str) -> None:
-        super().__init__(message)
-        self.tool = tool
-        self.operation = operation

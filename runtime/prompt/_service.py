@@ -15,6 +15,7 @@ from typing import Any, TypedDict
 
 from dsh.runtime.kernel import Context, Disposer, Scope, ServiceKey
 from dsh.runtime.kernel.errors import PromptError
+from dsh.runtime.llm import ToolSchema
 
 from ._errors import (
     CompleteSectionConflictError,
@@ -36,7 +37,6 @@ from ._types import (
     PromptContext,
     PromptSection,
     ToolProvider,
-    ToolSchema,
     ToolSet,
     VariableProvider,
 )

@@ -7,8 +7,9 @@ from bisect import bisect_left
 from collections.abc import Collection, Sequence
 from operator import attrgetter
 
+from dsh.runtime.llm import ToolSchema
+
 from ._errors import ToolOrderError
-from ._types import ToolSchema
 
 __all__ = ["TOOL_ORDER_REST", "check_tool_order", "order_tools"]
 

@@ -1,15 +1,16 @@
 """The prompt's data: what plugins register (sections, contexts, variables, tool providers), what `assemble` is asked
-for (`AssembleContext`) and what it returns (`PromptAssembly`)."""
+for (`AssembleContext`) and what it returns (`PromptAssembly`). A tool's schema is the model call's own `ToolSchema`
+(dsh.runtime.llm): assembly hands it to the request as it is."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import msgspec
 
-from ._frozen import freeze_parameters
+from dsh.runtime.llm import ToolSchema
 
 if TYPE_CHECKING:
     from dsh.runtime.kernel import Context, Scope
@@ -22,7 +23,6 @@ __all__ = [
     "PromptSection",
     "TextProvider",
     "ToolProvider",
-    "ToolSchema",
     "ToolSet",
     "VariableProvider",
 ]
@@ -92,22 +92,6 @@ class PromptContext:
     name: str
     order: float
     text: str | TextProvider
-
-
-class ToolSchema(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """A tool as the model sees it: its name, its description and its parameters as a JSON Schema object.
-
-    A value: the parameters are frozen when the schema is built (a read-only deep copy; not JSON-shaped raises
-    `ToolSchemaError`), so one schema is shared by every assembly, and changing its parameters in place raises
-    `ReadOnlyToolSchemaError`. To change a tool for one assembly, put a new schema in its place
-    (`msgspec.structs.replace(schema, parameters=...)`)."""
-
-    name: str
-    description: str
-    parameters: dict[str, Any] = msgspec.field(default_factory=lambda: {"type": "object", "properties": {}})
-
-    def __post_init__(self) -> None:
-        msgspec.structs.force_setattr(self, "parameters", freeze_parameters(self.parameters, self.name))
 
 
 class ToolSet(msgspec.Struct, frozen=True):

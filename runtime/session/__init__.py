@@ -34,8 +34,8 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from ._events import ApprovalPolicyData as ApprovalPolicyData
     from ._events import AssistantChunk as AssistantChunk
     from ._events import AssistantChunkData as AssistantChunkData
-    from ._events import AssistantMessage as AssistantMessage
     from ._events import AssistantMessageData as AssistantMessageData
+    from ._events import AssistantMessageEvent as AssistantMessageEvent
     from ._events import BracketData as BracketData
     from ._events import CommandDone as CommandDone
     from ._events import CommandDoneData as CommandDoneData
@@ -100,16 +100,16 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from ._events import TodoWriteData as TodoWriteData
     from ._events import ToolCall as ToolCall
     from ._events import ToolCallData as ToolCallData
-    from ._events import ToolResult as ToolResult
     from ._events import ToolResultData as ToolResultData
     from ._events import ToolResultError as ToolResultError
+    from ._events import ToolResultEvent as ToolResultEvent
     from ._events import TurnEnd as TurnEnd
     from ._events import TurnEndData as TurnEndData
     from ._events import TurnEndKind as TurnEndKind
     from ._events import TurnEndReason as TurnEndReason
     from ._events import TurnStart as TurnStart
     from ._events import TurnStartData as TurnStartData
-    from ._events import UserMessage as UserMessage
+    from ._events import UserMessageEvent as UserMessageEvent
     from ._events import core_event_types as core_event_types
     from ._events import data_type as data_type
     from ._events import decode_data as decode_data
@@ -182,8 +182,8 @@ __all__ = [
     "ApprovalPolicyData",
     "AssistantChunk",
     "AssistantChunkData",
-    "AssistantMessage",
     "AssistantMessageData",
+    "AssistantMessageEvent",
     "BracketData",
     "CallStats",
     "Clock",
@@ -294,9 +294,9 @@ __all__ = [
     "TodoWriteData",
     "ToolCall",
     "ToolCallData",
-    "ToolResult",
     "ToolResultData",
     "ToolResultError",
+    "ToolResultEvent",
     "ToolRun",
     "ToolStats",
     "TurnEnd",
@@ -307,7 +307,7 @@ __all__ = [
     "TurnStartData",
     "TurnStats",
     "UnsupportedVersionError",
-    "UserMessage",
+    "UserMessageEvent",
     "UuidIds",
     "closers",
     "copy_plan",
@@ -366,7 +366,7 @@ _LAZY = {
     "AbortReason": "._events",
     "AssistantChunk": "._events",
     "AssistantChunkData": "._events",
-    "AssistantMessage": "._events",
+    "AssistantMessageEvent": "._events",
     "AssistantMessageData": "._events",
     "BracketData": "._events",
     "CompactionEnd": "._events",
@@ -439,7 +439,7 @@ _LAZY = {
     "TodoWriteData": "._events",
     "ToolCall": "._events",
     "ToolCallData": "._events",
-    "ToolResult": "._events",
+    "ToolResultEvent": "._events",
     "ToolResultData": "._events",
     "ToolResultError": "._events",
     "TurnEnd": "._events",
@@ -448,7 +448,7 @@ _LAZY = {
     "TurnEndReason": "._events",
     "TurnStart": "._events",
     "TurnStartData": "._events",
-    "UserMessage": "._events",
+    "UserMessageEvent": "._events",
     "core_event_types": "._events",
     "data_type": "._events",
     "event_tags": "._events",

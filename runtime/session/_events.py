@@ -20,16 +20,16 @@ import msgspec
 
 from dsh.runtime.llm import (
     AssistantBlock,
+    AssistantMessage,
     CallKey,
     LlmFailure,
     MessageSource,
     StreamChunk,
     TextBlock,
     TokenUsage,
-    ToolSpec,
+    ToolSchema,
+    UserMessage,
 )
-from dsh.runtime.llm import AssistantMessage as ModelReply
-from dsh.runtime.llm import UserMessage as UserTurnMessage
 
 __all__ = [
     "AbortKind",
@@ -43,7 +43,7 @@ __all__ = [
     "ApprovalPolicyData",
     "AssistantChunk",
     "AssistantChunkData",
-    "AssistantMessage",
+    "AssistantMessageEvent",
     "AssistantMessageData",
     "BracketData",
     "CommandDone",
@@ -112,7 +112,7 @@ __all__ = [
     "TodoWriteData",
     "ToolCall",
     "ToolCallData",
-    "ToolResult",
+    "ToolResultEvent",
     "ToolResultData",
     "ToolResultError",
     "TurnEnd",
@@ -121,7 +121,7 @@ __all__ = [
     "TurnEndReason",
     "TurnStart",
     "TurnStartData",
-    "UserMessage",
+    "UserMessageEvent",
     "core_event_types",
     "data_type",
     "decode_data",
@@ -219,7 +219,7 @@ class AssistantChunkData(_Wire, frozen=True, kw_only=True):
 class AssistantMessageData(_Wire, frozen=True, kw_only=True):
     turn: int
     step: int
-    message: ModelReply
+    message: AssistantMessage
     usage: TokenUsage | None = None
     interrupted: bool | None = None
 
@@ -240,7 +240,7 @@ class ToolResultError(_Wire, frozen=True, kw_only=True):
 class ToolResultData(_Wire, frozen=True, kw_only=True):
     turn: int
     step: int
-    message: UserTurnMessage
+    message: UserMessage
     error: ToolResultError | None = None
     meta: Any = None
 
@@ -303,15 +303,15 @@ class EpochHeader(_Wire, frozen=True, kw_only=True):
     config: HeaderConfig
     adapter_defaults: Any = None
     system: str | None = None
-    tools: tuple[ToolSpec | str, ...] | str | None = None
+    tools: tuple[ToolSchema | str, ...] | str | None = None
 
     @property
-    def tool_schemas(self) -> tuple[ToolSpec, ...] | None:
+    def tool_schemas(self) -> tuple[ToolSchema, ...] | None:
         """The tools as sent, when this header holds them all as schemas; None for a token or a list of names."""
         tools = self.tools
-        if not isinstance(tools, tuple) or not all(isinstance(tool, ToolSpec) for tool in tools):
+        if not isinstance(tools, tuple) or not all(isinstance(tool, ToolSchema) for tool in tools):
             return None
-        return tools  # type: ignore[return-value]  # every item was checked to be a ToolSpec
+        return tools  # type: ignore[return-value]  # every item was checked to be a ToolSchema
 
 
 class RequestHeaderData(_Wire, frozen=True, kw_only=True):
@@ -427,7 +427,7 @@ class InboxSplicedData(_Wire, frozen=True, kw_only=True):
 
     target: InboxTarget
     start: int
-    inserted: tuple[UserTurnMessage, ...]
+    inserted: tuple[UserMessage, ...]
     removed_count: int | None = None
 
 
@@ -457,7 +457,7 @@ class SessionTitleLlmRequestData(_Wire, frozen=True, kw_only=True):
     message_seqs: tuple[int, ...]
     route: TitleRoute
     system: str
-    messages: tuple[UserTurnMessage, ...]
+    messages: tuple[UserMessage, ...]
     max_tokens: int
 
 
@@ -589,17 +589,17 @@ class StepEnd(Event, tag="step/end", frozen=True, kw_only=True):
     data: StepData
 
 
-class UserMessage(Event, tag="user/message", frozen=True, kw_only=True):
+class UserMessageEvent(Event, tag="user/message", frozen=True, kw_only=True):
     """`user/message`: the prompt, injected context (a runtime-context snapshot) or a compaction checkpoint."""
 
-    data: UserTurnMessage
+    data: UserMessage
 
 
 class AssistantChunk(Event, tag="assistant/chunk", frozen=True, kw_only=True):
     data: AssistantChunkData
 
 
-class AssistantMessage(Event, tag="assistant/message", frozen=True, kw_only=True):
+class AssistantMessageEvent(Event, tag="assistant/message", frozen=True, kw_only=True):
     """`assistant/message`: what a model said in one call (interrupted: the visible part of a cut stream)."""
 
     data: AssistantMessageData
@@ -609,7 +609,7 @@ class ToolCall(Event, tag="tool/call", frozen=True, kw_only=True):
     data: ToolCallData
 
 
-class ToolResult(Event, tag="tool/result", frozen=True, kw_only=True):
+class ToolResultEvent(Event, tag="tool/result", frozen=True, kw_only=True):
     data: ToolResultData
 
 
@@ -735,11 +735,11 @@ CoreEvent = (
     | TurnEnd
     | StepStart
     | StepEnd
-    | UserMessage
+    | UserMessageEvent
     | AssistantChunk
-    | AssistantMessage
+    | AssistantMessageEvent
     | ToolCall
-    | ToolResult
+    | ToolResultEvent
     | RequestHeader
     | RequestContext
     | SessionEndSeed

@@ -12,8 +12,8 @@ from dsh.runtime.llm import Message
 
 from ._events import (
     SURFACE_TYPES,
-    AssistantMessage,
     AssistantMessageData,
+    AssistantMessageEvent,
     EpochHeader,
     RequestHeader,
     SessionTitle,
@@ -83,7 +83,7 @@ class Projection:
 
 
 def _visible(node: SurfaceNode) -> bool:
-    if node.type != AssistantMessage.TAG:
+    if node.type != AssistantMessageEvent.TAG:
         return True
     if node.typed is not None:
         return bool(node.typed.content)

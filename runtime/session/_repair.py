@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from dsh.runtime.llm import CallId, MessageId, TextBlock, ToolResultBlock, ToolSource
-from dsh.runtime.llm import UserMessage as ResultMessage
+from dsh.runtime.llm import CallId, MessageId, TextBlock, ToolResultBlock, ToolSource, UserMessage
 
 from ._events import (
     AssistantChunk,
@@ -16,9 +15,9 @@ from ._events import (
     StepData,
     StepEnd,
     StoredEvent,
-    ToolResult,
     ToolResultData,
     ToolResultError,
+    ToolResultEvent,
     TurnEnd,
     TurnEndData,
     TurnEndReason,
@@ -42,11 +41,11 @@ NOT_STARTED_TEXT = (
 )
 
 
-def _result(call: OpenToolCall, seq: int) -> ToolResult:
+def _result(call: OpenToolCall, seq: int) -> ToolResultEvent:
     unknown = call.call_seq is not None
     text = OUTCOME_UNKNOWN_TEXT if unknown else NOT_STARTED_TEXT
     call_id = CallId(call.call_id)
-    message = ResultMessage(
+    message = UserMessage(
         id=MessageId(f"interrupted-tool-result-{call.call_id}-{seq}"),
         source=ToolSource(call_id),
         content=(ToolResultBlock(tool_call_id=call_id, is_error=True, content=(TextBlock(text),)),),
@@ -56,7 +55,7 @@ def _result(call: OpenToolCall, seq: int) -> ToolResult:
         if unknown
         else ToolResultError(name="ToolNotStartedError", code="TOOL_NOT_STARTED")
     )
-    return ToolResult(
+    return ToolResultEvent(
         data=ToolResultData(turn=call.turn, step=call.step, message=message, error=error),
         surface_op="append",
         source_event_seqs=(call.call_seq,) if call.call_seq is not None else None,
@@ -66,7 +65,7 @@ def _result(call: OpenToolCall, seq: int) -> ToolResult:
 def _as_the_original_writes(event: Event) -> str | None:
     """A synthetic tool result's data in the key order the original writes it (`id` before `role`, `isError`
     before `content`), so a repaired log is byte-identical to the original's; None: encode as usual."""
-    if not isinstance(event, ToolResult):
+    if not isinstance(event, ToolResultEvent):
         return None
     data = event.data
     blocks = [

@@ -24,8 +24,8 @@ from ._errors import LogRuleError
 from ._events import (
     SURFACE_TYPES,
     AssistantChunk,
-    AssistantMessage,
     AssistantMessageData,
+    AssistantMessageEvent,
     Event,
     InboxSpliced,
     JobSettled,
@@ -38,17 +38,17 @@ from ._events import (
     StoredEvent,
     ToolCall,
     ToolCallData,
-    ToolResult,
     ToolResultData,
+    ToolResultEvent,
     TurnEnd,
     TurnEndData,
     TurnStart,
     TurnStartData,
+    UserMessageEvent,
     core_event_types,
     decode_data,
     encode_data,
 )
-from ._events import UserMessage as UserMessageEvent
 from ._fold import LogFold
 
 __all__ = [
@@ -145,7 +145,7 @@ class SurfaceFold:
                 rule="surface.replace-sources",
                 seq=event.seq,
             )
-        if event.type == ToolResult.TAG:
+        if event.type == ToolResultEvent.TAG:
             self._check_prune(event, shadowed, SurfaceNode(event.seq, event.type, event.data))
         return first, last
 
@@ -180,7 +180,7 @@ class SurfaceFold:
 
     @staticmethod
     def _check_prune(event: StoredEvent, shadowed: list[SurfaceNode], node: SurfaceNode) -> None:
-        if len(shadowed) != 1 or shadowed[0].type != ToolResult.TAG:
+        if len(shadowed) != 1 or shadowed[0].type != ToolResultEvent.TAG:
             raise LogRuleError(
                 "a tool/result replace must shadow exactly one tool/result node",
                 rule="surface.prune-target",
@@ -334,7 +334,7 @@ class LogState:
             )
         sources = event.source_event_seqs
         if sources is not None:
-            if not sources and event.type != AssistantMessage.TAG:
+            if not sources and event.type != AssistantMessageEvent.TAG:
                 raise LogRuleError(
                     "an empty sourceEventSeqs is allowed only on assistant/message",
                     rule="envelope.sources-empty",

@@ -36,7 +36,7 @@ from ._events import (
     StepStart,
     StoredEvent,
     ToolCall,
-    ToolResult,
+    ToolResultEvent,
     TurnEnd,
     TurnStart,
 )
@@ -472,7 +472,7 @@ class _Fold:
             self.tool_calls[call.call_id] = (run, self.turn)
             self.stats.tools.setdefault(call.name, ToolStats()).calls += 1
             self._count(tool_calls=1)
-        elif kind == ToolResult.TAG:
+        elif kind == ToolResultEvent.TAG:
             self._tool_result(event)
         elif kind.startswith("compaction/"):
             self._compaction(kind, event)
@@ -484,7 +484,7 @@ class _Fold:
 
     def _tool_result(self, event: StoredEvent) -> None:
         view = event.view()
-        assert isinstance(view, ToolResult), "the event table decodes tool/result as ToolResult"
+        assert isinstance(view, ToolResultEvent), "the event table decodes tool/result as ToolResultEvent"
         data = view.data
         blocks = [b for b in data.message.content if isinstance(b, ToolResultBlock)]
         source = data.message.source

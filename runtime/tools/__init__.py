@@ -26,7 +26,6 @@ from .arguments import INVALID_ARGUMENTS as INVALID_ARGUMENTS
 from .arguments import ArgumentValidator as ArgumentValidator
 from .definition import AddedContext as AddedContext
 from .definition import Tool as Tool
-from .definition import ToolCall as ToolCall
 from .definition import ToolContext as ToolContext
 from .definition import ToolDefinitionError as ToolDefinitionError
 from .definition import ToolResult as ToolResult
@@ -59,7 +58,6 @@ __all__ = [
     "DuplicateToolError",
     "EnvPolicy",
     "Tool",
-    "ToolCall",
     "ToolContext",
     "ToolDefinitionError",
     "ToolEnvironment",

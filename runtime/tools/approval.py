@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from dsh.runtime.kernel import ServiceKey, Waterfall
+from dsh.runtime.llm import ToolCallBlock
 
-from .definition import Tool, ToolCall, ToolContext, ToolResult
+from .definition import Tool, ToolContext, ToolResult
 
 __all__ = [
     "APPROVER",
@@ -51,7 +52,7 @@ class ToolExecution:
     where it runs."""
 
     tool: Tool
-    call: ToolCall
+    call: ToolCallBlock
     arguments: dict[str, Any]
     context: ToolContext
 

@@ -1,5 +1,6 @@
 """What a tool is: its definition (name, description, JSON-schema parameters, async execute), the context one call
-runs in, and the result it returns to the model."""
+runs in, and the result it returns to the model. The call itself is the model's `ToolCallBlock` (dsh.runtime.llm),
+run as the model sent it."""
 
 from __future__ import annotations
 
@@ -20,7 +21,6 @@ __all__ = [
     "TOOL_NAME",
     "AddedContext",
     "Tool",
-    "ToolCall",
     "ToolContext",
     "ToolDefinitionError",
     "ToolResult",
@@ -35,15 +35,6 @@ class ToolDefinitionError(ToolError, ValueError):
     def __init__(self, message: str, *, tool: str) -> None:
         super().__init__(message)
         self.tool = tool
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    """One call the model asked for: its id, the tool name and the raw JSON arguments it streamed."""
-
-    call_id: str
-    name: str
-    arguments: str
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ import anyio
 
 from dsh.runtime.kernel import Context, Disposer, NoConfig, Plugin, Scope, ServiceKey, Waterfall
 from dsh.runtime.kernel.errors import ToolError
+from dsh.runtime.llm import ToolCallBlock
 from dsh.runtime.prompt import SYSTEM_PROMPT, AssembleContext, ToolSchema, ToolSet
 
 from .approval import (
@@ -29,7 +30,7 @@ from .approval import (
     rejection_text,
 )
 from .arguments import ArgumentValidator
-from .definition import Execute, Tool, ToolCall, ToolContext, ToolResult
+from .definition import Execute, Tool, ToolContext, ToolResult
 from .environment import TOOL_ENV, ToolEnvironment
 from .guard import restore_dumpable, undumpable
 
@@ -171,7 +172,7 @@ class ToolView:
         entry = self._registry._visible(self._ctx.scope).get(name)
         return entry.tool if entry else None
 
-    async def execute(self, call: ToolCall, context: ToolContext) -> ToolResult:
+    async def execute(self, call: ToolCallBlock, context: ToolContext) -> ToolResult:
         """Run one call. Unknown tools, bad arguments and exceptions raised by the tool become error results the
         model can act on; cancellation propagates to the caller."""
         entries = self._registry._visible(self._ctx.scope)
@@ -195,7 +196,7 @@ class ToolView:
             if reason is None and tool.approval is not None:
                 reason = tool.approval(arguments, context)
             if isinstance(decision, Ask) or reason is not None:
-                approval = await self._approve(ApprovalRequest(tool.name, call.call_id, reason, context))
+                approval = await self._approve(ApprovalRequest(tool.name, call.id, reason, context))
                 if not approval.granted:
                     return ToolResult.error(REJECTED, rejection_text(tool.name, approval))
                 context = replace(context, approved=True)

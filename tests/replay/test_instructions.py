@@ -11,7 +11,7 @@ import anyio
 
 from dsh.replay import load_scenario, rerun
 from dsh.runtime.llm import InstructionsSource
-from dsh.runtime.session import UserMessage as UserMessageEvent
+from dsh.runtime.session import UserMessageEvent
 
 from .logs import HARNESS
 

@@ -29,7 +29,7 @@ from dsh.runtime.llm import (
     TextDelta,
     ToolCallBlock,
     ToolCallDelta,
-    ToolSpec,
+    ToolSchema,
     UserMessage,
 )
 from dsh.runtime.session import EpochHeader, HeaderConfig, RequestHeader
@@ -85,7 +85,7 @@ def test_a_header_listing_tool_names_reads_exports_and_re_runs(tmp_path: Path) -
 
 
 def test_a_header_of_schemas_still_gives_them() -> None:
-    spec = ToolSpec(name="read", description="d", parameters={"type": "object"})
+    spec = ToolSchema(name="read", description="d", parameters={"type": "object"})
     full = EpochHeader(config=HeaderConfig(provider="p", model="m"), tools=(spec,))
     assert full.tool_schemas == (spec,)
     assert EpochHeader(config=HeaderConfig(provider="p", model="m"), tools="{{tools}}").tool_schemas is None

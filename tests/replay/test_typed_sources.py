@@ -28,7 +28,7 @@ from dsh.runtime.session import (
     FixedClock,
     InboxSpliced,
     SessionStore,
-    UserMessage,
+    UserMessageEvent,
     export_jsonl,
     import_jsonl,
 )
@@ -49,7 +49,7 @@ def _wire_sources(log: bytes) -> list[dict[str, object]]:
         event = json.loads(line)
         if event["type"] == InboxSpliced.TAG:
             out += [item["source"] for item in event["data"]["inserted"]]
-        elif event["type"] == UserMessage.TAG:
+        elif event["type"] == UserMessageEvent.TAG:
             out.append(event["data"]["source"])
     return [s for s in out if s["kind"] not in ("user", "tool", "plugin", "agent-instructions")]
 
@@ -61,7 +61,7 @@ def _typed_sources(path: Path) -> list[UserMessageSource]:
         view = event.view()
         if isinstance(view, InboxSpliced):
             out += [m.source for m in view.data.inserted]
-        elif isinstance(view, UserMessage):
+        elif isinstance(view, UserMessageEvent):
             out.append(view.data.source)
     return [s for s in out if isinstance(s, (*TYPED, OtherSource))]
 

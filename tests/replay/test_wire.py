@@ -22,7 +22,7 @@ from dsh.plugins.llm_openai._wire import build_body
 from dsh.replay import Rerun, Scenario, golden_jsonl, load_scenario, rerun
 from dsh.replay.driver._scenario import DEFAULT_DEPLOYMENT, discover
 from dsh.replay.driver._wire import WireServer, request_problems
-from dsh.runtime.llm import CallConfig, LlmRequest, TokenUsage, ToolSpec
+from dsh.runtime.llm import CallConfig, LlmRequest, TokenUsage, ToolSchema
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"
 SCENARIOS = discover(FIXTURES)
@@ -294,7 +294,7 @@ def test_a_tool_the_recording_never_saw_is_named(tmp_path: Path) -> None:
 
 
 def _request(**config: Any) -> LlmRequest:
-    tool = ToolSpec(name="bash", description="run", parameters={"type": "object"})
+    tool = ToolSchema(name="bash", description="run", parameters={"type": "object"})
     return LlmRequest(
         provider="p", model="m", messages=(), system="be brief", tools=(tool,), config=CallConfig(**config)
     )

@@ -23,8 +23,8 @@ from dsh.runtime.llm import (
     TextBlock,
     ToolCallBlock,
     ToolResultBlock,
+    ToolSchema,
     ToolSource,
-    ToolSpec,
     UserMessage,
 )
 
@@ -65,7 +65,7 @@ def test_the_meter_counts_characters_framing_tools_and_images() -> None:
     assert METER.message(user("a" * 40)) == 4 + 10
     image = UserMessage(id=MessageId("i"), content=(ImageBlock(data="x" * 10_000, mime_type="image/png"),))
     assert METER.message(image) == 4 + 1_000
-    tool = ToolSpec(name="t", description="d", parameters={"type": "object"})
+    tool = ToolSchema(name="t", description="d", parameters={"type": "object"})
     assert METER.tools([tool]) == METER.tools([msgspec.to_builtins(tool)])
     assert (
         METER.request(system="s" * 8, tools=[tool], messages=[user("a" * 4)]) == 2 + METER.tools([tool]) + 5

@@ -19,8 +19,8 @@ from dsh.runtime.llm import (
     TextBlock,
     ToolCallBlock,
     ToolResultBlock,
+    ToolSchema,
     ToolSource,
-    ToolSpec,
     UserMessage,
 )
 
@@ -30,7 +30,7 @@ from .loopback import Reply, loopback, sse
 pytestmark = pytest.mark.anyio
 
 SOURCE = ModelSource(provider="test", model="m")
-TOOL = ToolSpec(
+TOOL = ToolSchema(
     name="bash",
     description="Run a command.",
     parameters={"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},

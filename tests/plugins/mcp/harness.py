@@ -24,7 +24,7 @@ from dsh.plugins import mcp
 from dsh.runtime.agent import Agent, AgentOptions
 from dsh.runtime.kernel import Context
 from dsh.runtime.llm import ImageBlock, TextBlock, ToolResultBlock
-from dsh.runtime.session import ToolResult
+from dsh.runtime.session import ToolResultEvent
 from tests.runtime.agent.harness import MODEL, PROVIDER, ScriptedAdapter, host
 
 SERVER = str(Path(__file__).with_name("server.py"))
@@ -115,7 +115,7 @@ def results(agent: Agent, session_id: str | None = None) -> list[Logged]:
     found = []
     for event in agent.log.store.events(session_id or agent.id, types=("tool/result",)):
         view = event.view()
-        assert isinstance(view, ToolResult)
+        assert isinstance(view, ToolResultEvent)
         for block in view.data.message.content:
             if isinstance(block, ToolResultBlock):
                 found.append(

@@ -77,7 +77,7 @@ def test_in_a_run_the_reminder_is_logged_after_the_third_result_and_read_in_the_
 
     from dsh.replay import load_scenario, rerun
     from dsh.runtime.llm import PluginSource
-    from dsh.runtime.session import UserMessage as UserMessageEvent
+    from dsh.runtime.session import UserMessageEvent
 
     scenario = Path(__file__).parents[3] / "fixtures" / "authored" / "repeat-tool-reminder"
     result = anyio.run(rerun, load_scenario(scenario))

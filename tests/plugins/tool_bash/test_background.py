@@ -18,7 +18,8 @@ from dsh.runtime import jobs as jobs_module
 from dsh.runtime.agent import AGENTS, Agent
 from dsh.runtime.jobs import JOB_TOOLS, SECTION
 from dsh.runtime.kernel import Context
-from dsh.runtime.tools import TOOLS, ToolCall, ToolContext, ToolResult
+from dsh.runtime.llm import CallId, ToolCallBlock
+from dsh.runtime.tools import TOOLS, ToolContext, ToolResult
 from tests.runtime.agent.harness import OPTIONS, ScriptedAdapter, host, text
 
 from ..tool_host import model_view, tool_host
@@ -38,7 +39,9 @@ def bash_host(tmp_path: Path, **config: Any) -> Iterator[Context]:
 
 async def call(agent: Agent, tool: str, cwd: Path, **arguments: Any) -> ToolResult:
     context = ToolContext(ctx=agent.ctx, cwd=cwd, call_id="c1", log=agent.log, agent=agent)
-    return await agent.ctx.get(TOOLS).execute(ToolCall("c1", tool, json.dumps(arguments)), context)
+    return await agent.ctx.get(TOOLS).execute(
+        ToolCallBlock(CallId("c1"), tool, json.dumps(arguments)), context
+    )
 
 
 def test_background_is_off_by_default_the_parameter_undeclared_and_no_job_tools() -> None:

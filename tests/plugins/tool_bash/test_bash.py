@@ -13,7 +13,8 @@ import pytest
 
 from dsh.plugins.tool_bash import SECTION, BashConfig, plugin
 from dsh.runtime.kernel import ConfigError, Context, MissingServiceError
-from dsh.runtime.tools import TOOLS, ToolCall, ToolContext, ToolResult
+from dsh.runtime.llm import CallId, ToolCallBlock
+from dsh.runtime.tools import TOOLS, ToolContext, ToolResult
 from dsh.runtime.tools import plugin as tools_plugin
 
 from ..tool_host import model_view, registries, text, tool_host
@@ -27,7 +28,9 @@ def host(config: dict[str, int] | None = None) -> Context:
 
 async def bash(ctx: Context, cwd: Path, command: str, **extra: object) -> ToolResult:
     arguments = json.dumps({"command": command, "description": "Run a test command", **extra})
-    return await ctx.get(TOOLS).execute(ToolCall("c1", "bash", arguments), ToolContext(ctx, cwd, "c1"))
+    return await ctx.get(TOOLS).execute(
+        ToolCallBlock(CallId("c1"), "bash", arguments), ToolContext(ctx, cwd, "c1")
+    )
 
 
 def alive(pid: int) -> bool:

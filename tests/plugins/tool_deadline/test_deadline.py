@@ -13,7 +13,8 @@ import pytest
 from dsh.plugins.tool_deadline import TOOL_TIMEOUT, Config
 from dsh.plugins.tool_deadline import plugin as deadline_plugin
 from dsh.runtime.kernel import Context
-from dsh.runtime.tools import TOOLS, Tool, ToolCall, ToolContext, ToolResult
+from dsh.runtime.llm import CallId, ToolCallBlock
+from dsh.runtime.tools import TOOLS, Tool, ToolContext, ToolResult
 
 from ..tool_host import tool_host
 
@@ -41,7 +42,7 @@ def _run(ctx: Context, name: str) -> ToolResult:
     async def go() -> ToolResult:
         with anyio.fail_after(30):  # a hang is a failure, not a stuck suite
             return await ctx.get(TOOLS).execute(
-                ToolCall("c1", name, "{}"), ToolContext(ctx=ctx, cwd=Path("/"), call_id="c1")
+                ToolCallBlock(CallId("c1"), name, "{}"), ToolContext(ctx=ctx, cwd=Path("/"), call_id="c1")
             )
 
     return anyio.run(go)

@@ -10,7 +10,8 @@ from typing import Any
 
 from dsh.plugins.tool_fs import plugin as fs_plugin
 from dsh.runtime.kernel import Context
-from dsh.runtime.tools import TOOLS, ToolCall, ToolContext, ToolResult
+from dsh.runtime.llm import CallId, ToolCallBlock
+from dsh.runtime.tools import TOOLS, ToolContext, ToolResult
 
 from ..tool_host import tool_host
 
@@ -23,7 +24,7 @@ class Fs:
     root: Path
 
     async def call(self, tool: str, **arguments: Any) -> ToolResult:
-        call = ToolCall("call_1", tool, json.dumps(arguments))
+        call = ToolCallBlock(CallId("call_1"), tool, json.dumps(arguments))
         return await self.ctx.get(TOOLS).execute(
             call, ToolContext(ctx=self.ctx, cwd=self.root, call_id="call_1")
         )

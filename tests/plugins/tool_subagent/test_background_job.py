@@ -18,9 +18,9 @@ from dsh.plugins import subagent, tool_subagent
 from dsh.runtime import jobs as jobs_module
 from dsh.runtime.agent import AGENTS, Agent
 from dsh.runtime.kernel import Context
-from dsh.runtime.llm import LlmRequest, StreamChunk
+from dsh.runtime.llm import CallId, LlmRequest, StreamChunk, ToolCallBlock
 from dsh.runtime.session import STORE
-from dsh.runtime.tools import TOOLS, ToolCall, ToolContext
+from dsh.runtime.tools import TOOLS, ToolContext
 from tests.plugins.subagent.harness import by_spawning_call, data_of
 from tests.runtime.agent.harness import OPTIONS, ScriptedAdapter, calls, failure, host, text
 
@@ -56,7 +56,9 @@ async def settled(parent: Agent) -> None:
 
 async def job_output(parent: Agent, **arguments: Any) -> str:
     context = ToolContext(ctx=parent.ctx, cwd=Path("/"), call_id="r1", log=parent.log, agent=parent)
-    result = await parent.ctx.get(TOOLS).execute(ToolCall("r1", "job_output", json.dumps(arguments)), context)
+    result = await parent.ctx.get(TOOLS).execute(
+        ToolCallBlock(CallId("r1"), "job_output", json.dumps(arguments)), context
+    )
     return result.text
 
 

@@ -26,9 +26,10 @@ from dsh.plugins.subagent import (
 from dsh.plugins.tool_subagent import render_result, wording
 from dsh.runtime import tools
 from dsh.runtime.kernel import ConfigError, Context, ListenerError, Plugin
+from dsh.runtime.llm import CallId, ToolCallBlock
 from dsh.runtime.prompt import SYSTEM_PROMPT
 from dsh.runtime.prompt import plugin as prompt_plugin
-from dsh.runtime.tools import TOOLS, DuplicateToolError, ToolCall, ToolContext
+from dsh.runtime.tools import TOOLS, DuplicateToolError, ToolContext
 from tests.plugins.tool_host import model_view
 
 
@@ -189,7 +190,7 @@ async def test_calls_it_refuses(
     ctx.plugin(test_provider)
     ctx.plugin(tool_subagent.plugin, {"provider": "spawn"})
     result = await ctx.get(TOOLS).execute(
-        ToolCall("c1", "subagent", json.dumps(arguments)),
+        ToolCallBlock(CallId("c1"), "subagent", json.dumps(arguments)),
         ToolContext(ctx=ctx, cwd=tmp_path, call_id="c1", agent=agent),
     )
     assert (result.is_error, result.code) == (True, code)

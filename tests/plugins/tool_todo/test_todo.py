@@ -13,6 +13,7 @@ import pytest
 
 from dsh.plugins.tool_todo import INVALID_TODOS, NO_SESSION_LOG, STATUSES, TodoConfig, plugin
 from dsh.runtime.kernel import ConfigError, Context
+from dsh.runtime.llm import CallId, ToolCallBlock
 from dsh.runtime.session import (
     CountingIds,
     FixedClock,
@@ -21,7 +22,7 @@ from dsh.runtime.session import (
     SessionStoreProtocol,
     open_log,
 )
-from dsh.runtime.tools import INVALID_ARGUMENTS, TOOLS, ToolCall, ToolContext, ToolResult
+from dsh.runtime.tools import INVALID_ARGUMENTS, TOOLS, ToolContext, ToolResult
 
 from ..tool_host import model_view, registries, tool_host
 
@@ -59,7 +60,9 @@ async def session(store: SessionStoreProtocol) -> AsyncIterator[SessionLog]:
 
 async def call(ctx: Context, arguments: object, log: SessionLog | None) -> ToolResult:
     context = ToolContext(ctx=ctx, cwd=Path("/w"), call_id="c1", log=log, turn=1, step=1)
-    return await ctx.get(TOOLS).execute(ToolCall("c1", "todo_write", json.dumps(arguments)), context)
+    return await ctx.get(TOOLS).execute(
+        ToolCallBlock(CallId("c1"), "todo_write", json.dumps(arguments)), context
+    )
 
 
 def logged(store: SessionStoreProtocol, log: SessionLog) -> list[Any]:

@@ -17,7 +17,8 @@ import pytest
 
 from dsh.plugins.tool_web import plugin
 from dsh.runtime.kernel import Context
-from dsh.runtime.tools import TOOLS, ToolCall, ToolContext, ToolResult
+from dsh.runtime.llm import CallId, ToolCallBlock
+from dsh.runtime.tools import TOOLS, ToolContext, ToolResult
 
 from ..tool_host import tool_host
 
@@ -84,7 +85,7 @@ def host(**config: Any) -> Context:
 async def fetch(url: str, **config: Any) -> ToolResult:
     ctx = host(**config)
     return await ctx.get(TOOLS).execute(
-        ToolCall("c1", "web_fetch", json.dumps({"url": url})), ToolContext(ctx, Path.cwd(), "c1")
+        ToolCallBlock(CallId("c1"), "web_fetch", json.dumps({"url": url})), ToolContext(ctx, Path.cwd(), "c1")
     )
 
 

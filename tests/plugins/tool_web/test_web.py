@@ -15,8 +15,9 @@ import pytest
 
 from dsh.plugins.tool_web import html_to_text, plugin
 from dsh.runtime.kernel import Context
+from dsh.runtime.llm import CallId, ToolCallBlock
 from dsh.runtime.prompt import SYSTEM_PROMPT
-from dsh.runtime.tools import TOOLS, ToolCall, ToolContext, ToolResult
+from dsh.runtime.tools import TOOLS, ToolContext, ToolResult
 
 from ..tool_host import registries, tool_host
 
@@ -90,7 +91,7 @@ def host(**config: Any) -> Context:
 
 async def call(ctx: Context, tool: str, **arguments: Any) -> ToolResult:
     return await ctx.get(TOOLS).execute(
-        ToolCall("c1", tool, json.dumps(arguments)), ToolContext(ctx, Path.cwd(), "c1")
+        ToolCallBlock(CallId("c1"), tool, json.dumps(arguments)), ToolContext(ctx, Path.cwd(), "c1")
     )
 
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 
 from dsh.runtime.agent import AGENTS, REQUEST_ERROR, ErrorDecision, RequestFailure, Retry
-from dsh.runtime.llm import LlmRequest, Message, StreamChunk, ToolSpec
+from dsh.runtime.llm import LlmRequest, Message, StreamChunk, ToolSchema
 from dsh.runtime.prompt import SYSTEM_PROMPT, PromptContext
 from dsh.runtime.session import STORE, SessionStoreProtocol, StoredEvent, project
 from tests.strategies import AgentStep, agent_turns
@@ -46,7 +46,7 @@ def rebuild(events: list[StoredEvent], request: LlmRequest) -> LlmRequest:
         model=model,
         messages=tuple(_MESSAGE.decode(m.json) for m in projection.messages),
         system=header.get("system", ""),
-        tools=tuple(msgspec.convert(t, ToolSpec) for t in header.get("tools", ())),
+        tools=tuple(msgspec.convert(t, ToolSchema) for t in header.get("tools", ())),
         config=msgspec.convert(config, type(request.config)),
         session_id=request.session_id,
         call=request.call,

@@ -11,8 +11,7 @@ import msgspec
 import pytest
 
 from dsh.runtime.agent import SNAPSHOT_FORM, AgentState, InboxItem
-from dsh.runtime.llm import MessageId, PluginSource, TextBlock, UserSource
-from dsh.runtime.llm import UserMessage as Message
+from dsh.runtime.llm import MessageId, PluginSource, TextBlock, UserMessage, UserSource
 from dsh.runtime.session import (
     EmptyData,
     EpochHeader,
@@ -34,7 +33,7 @@ from dsh.runtime.session import (
     SessionEndSeed,
     SessionStore,
     StoredEvent,
-    UserMessage,
+    UserMessageEvent,
     event_line,
     export_jsonl,
     import_jsonl,
@@ -42,9 +41,9 @@ from dsh.runtime.session import (
 )
 
 
-def _message(n: int, text: str, *, snapshot: bool = False) -> Message:
+def _message(n: int, text: str, *, snapshot: bool = False) -> UserMessage:
     source = PluginSource(plugin="system-prompt", form=SNAPSHOT_FORM) if snapshot else UserSource()
-    return Message(id=MessageId(f"m{n}"), content=(TextBlock(text),), source=source)
+    return UserMessage(id=MessageId(f"m{n}"), content=(TextBlock(text),), source=source)
 
 
 def _splice(target: InboxTarget, start: int, *texts: str, removed: int | None = None) -> InboxSpliced:
@@ -141,14 +140,14 @@ def test_the_header_context_jobs_and_the_snapshot_on_the_surface() -> None:
     log.feed(JobSettled(data=JobSettledData(job_id="j1", status="completed", exit_code=0)))
     assert log.state.settled_jobs == {"j1"}
     assert log.state.snapshot_on(log.rules.surface.nodes) is None
-    first = log.feed(UserMessage(data=_message(1, "ctx one", snapshot=True), surface_op="append"))
-    log.feed(UserMessage(data=_message(2, "hello"), surface_op="append"))
+    first = log.feed(UserMessageEvent(data=_message(1, "ctx one", snapshot=True), surface_op="append"))
+    log.feed(UserMessageEvent(data=_message(2, "hello"), surface_op="append"))
     assert log.state.snapshot_on(log.rules.surface.nodes) == "ctx one"
-    second = log.feed(UserMessage(data=_message(3, "ctx two", snapshot=True), surface_op="append"))
+    second = log.feed(UserMessageEvent(data=_message(3, "ctx two", snapshot=True), surface_op="append"))
     assert log.state.snapshot_on(log.rules.surface.nodes) == "ctx two"
     # a checkpoint shadowing the newer snapshot leaves the older one the newest on the surface
     log.feed(
-        UserMessage(
+        UserMessageEvent(
             data=_message(4, "checkpoint"),
             surface_op=Replace(start=second.seq, end=second.seq),
             source_event_seqs=(second.seq,),

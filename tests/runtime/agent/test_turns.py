@@ -35,8 +35,7 @@ from dsh.runtime.llm import (
     ToolResultBlock,
     UserMessage,
 )
-from dsh.runtime.session import STORE
-from dsh.runtime.session import AssistantMessage as ModelMessage
+from dsh.runtime.session import STORE, AssistantMessageEvent
 from dsh.runtime.tools import Tool, ToolContext
 
 from .harness import (
@@ -238,7 +237,7 @@ async def test_the_output_limit_inside_a_streaming_tool_call_discards_the_call_a
     assert ran == []
     assert "tool/call" not in types
     assert "tool/result" not in types
-    assert isinstance(message, ModelMessage)
+    assert isinstance(message, AssistantMessageEvent)
     assert message.data.message.content == (TextBlock("Starting the write now."),)
     assert message.data.message.source.replay_state == {"response": {"v": 2}, "blocks": [{"type": "text"}]}
     assert [type(m).__name__ for m in history] == ["UserMessage", "AssistantMessage"] * 2

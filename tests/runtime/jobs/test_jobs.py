@@ -28,9 +28,10 @@ from dsh.runtime.jobs import (
     background_jobs,
 )
 from dsh.runtime.kernel import ConfigError, Context, NoConfig, Plugin
+from dsh.runtime.llm import CallId, ToolCallBlock
 from dsh.runtime.prompt import SYSTEM_PROMPT
 from dsh.runtime.session import JobStarted, JobStartedData
-from dsh.runtime.tools import TOOLS, Tool, ToolCall, ToolContext, ToolResult
+from dsh.runtime.tools import TOOLS, Tool, ToolContext, ToolResult
 from tests.runtime.agent.harness import OPTIONS, ScriptedAdapter, calls, host, text
 
 pytestmark = pytest.mark.anyio
@@ -63,7 +64,9 @@ async def agent_of(ctx: Context) -> AsyncIterator[Agent]:
 
 async def call(ctx: Context, agent: Agent, tool: str, **arguments: Any) -> ToolResult:
     context = ToolContext(ctx=agent.ctx, cwd=Path("/"), call_id="c1", log=agent.log, agent=agent)
-    return await agent.ctx.get(TOOLS).execute(ToolCall("c1", tool, json.dumps(arguments)), context)
+    return await agent.ctx.get(TOOLS).execute(
+        ToolCallBlock(CallId("c1"), tool, json.dumps(arguments)), context
+    )
 
 
 def logged(agent: Agent, tag: str) -> list[dict[str, Any]]:

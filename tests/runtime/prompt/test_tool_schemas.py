@@ -15,7 +15,6 @@ import pytest
 
 from dsh.runtime import tools as tools_plugin
 from dsh.runtime.kernel import Context, ListenerError
-from dsh.runtime.llm import ToolSpec
 from dsh.runtime.prompt import (
     ASSEMBLE,
     SYSTEM_PROMPT,
@@ -116,10 +115,9 @@ def test_copies_are_plain_and_editable() -> None:
 
 def test_the_frozen_form_encodes_to_the_plain_bytes() -> None:
     schema = bash()
-    spec = ToolSpec(name=schema.name, description=schema.description, parameters=schema.parameters)
-    plain_spec = ToolSpec(name="bash", description="Run a command.", parameters=copy.deepcopy(PARAMETERS))
-    assert msgspec.json.encode(spec) == msgspec.json.encode(plain_spec)
-    assert msgspec.msgpack.encode(spec) == msgspec.msgpack.encode(plain_spec)
+    plain = {"name": "bash", "description": "Run a command.", "parameters": copy.deepcopy(PARAMETERS)}
+    assert msgspec.json.encode(schema) == msgspec.json.encode(plain)
+    assert msgspec.msgpack.encode(schema) == msgspec.msgpack.encode(plain)
     assert json.dumps(schema.parameters) == json.dumps(PARAMETERS)
     assert msgspec.to_builtins(schema) == {
         "name": "bash",
@@ -127,7 +125,7 @@ def test_the_frozen_form_encodes_to_the_plain_bytes() -> None:
         "parameters": PARAMETERS,
     }
     # to_builtins gives plain values, so a decoded log (lists, dicts) compares equal to it
-    assert msgspec.to_builtins(spec) == msgspec.json.decode(msgspec.json.encode(plain_spec))
+    assert msgspec.to_builtins(schema) == msgspec.json.decode(msgspec.json.encode(plain))
     assert type(msgspec.to_builtins(schema)["parameters"]["required"]) is list
 
 

@@ -16,7 +16,7 @@ from dsh.runtime.session import (
     StoredEvent,
     TurnStart,
     TurnStartData,
-    UserMessage,
+    UserMessageEvent,
     open_log,
 )
 from tests.strategies import TurnSpec, turn_events
@@ -63,14 +63,16 @@ async def test_a_broken_rule_is_refused_on_append_and_changes_nothing(store: Ses
     async with open_log(store, session.id, repair=False) as log:
         good = [log.append(e) for e in turn_events(1, 0, spec)]
         prompt = turn_events(2, len(good), spec)[2]
-        assert isinstance(prompt, UserMessage)
+        assert isinstance(prompt, UserMessageEvent)
         with pytest.raises(LogRuleError) as bad:
             log.append(
-                UserMessage(data=prompt.data, surface_op=Replace(start=99, end=99), source_event_seqs=(0,))
+                UserMessageEvent(
+                    data=prompt.data, surface_op=Replace(start=99, end=99), source_event_seqs=(0,)
+                )
             )
         assert bad.value.rule == "surface.replace-range"
         with pytest.raises(LogRuleError):
-            log.append(UserMessage(data=prompt.data))  # a surface type must carry surfaceOp
+            log.append(UserMessageEvent(data=prompt.data))  # a surface type must carry surfaceOp
         assert log.next_seq == len(good)
     assert list(store.events(session.id)) == good
 

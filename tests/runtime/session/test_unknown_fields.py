@@ -11,7 +11,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dsh.runtime.llm import LlmFailure, MessageId, TextBlock, TokenUsage, ToolSpec, UserMessage
+from dsh.runtime.llm import LlmFailure, MessageId, TextBlock, TokenUsage, ToolSchema, UserMessage
 from dsh.runtime.session import (
     EVENT_TYPES,
     ApprovalAsked,
@@ -88,7 +88,7 @@ OTHER_TYPES: list[Event] = [
             header=EpochHeader(
                 config=HeaderConfig(provider="p", model="m", max_tokens=9),
                 system="s",
-                tools=(ToolSpec(name="t", description="d", parameters={"type": "object"}),),
+                tools=(ToolSchema(name="t", description="d", parameters={"type": "object"}),),
             ),
             reason="initial",
         )

@@ -11,6 +11,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from dsh.runtime.kernel import Context, NoConfig, Plugin
+from dsh.runtime.llm import CallId, ToolCallBlock
 from dsh.runtime.tools import (
     EXECUTOR,
     INVALID_ARGUMENTS,
@@ -20,7 +21,6 @@ from dsh.runtime.tools import (
     ArgumentValidator,
     DuplicateToolError,
     Tool,
-    ToolCall,
     ToolContext,
     ToolDefinitionError,
     ToolResult,
@@ -132,7 +132,9 @@ async def test_execute_validates_and_runs() -> None:
     ctx = host()
     tools = ctx.get(TOOLS)
     tools.register(make_tool())
-    result = await tools.execute(ToolCall("c1", "echo", '{"text": "ab", "times": 2}'), call_context(ctx))
+    result = await tools.execute(
+        ToolCallBlock(CallId("c1"), "echo", '{"text": "ab", "times": 2}'), call_context(ctx)
+    )
     assert result == ToolResult("abab")
 
 
@@ -153,7 +155,7 @@ async def test_bad_arguments_become_model_facing_errors(arguments: str, expected
     ctx = host()
     tools = ctx.get(TOOLS)
     tools.register(make_tool())
-    result = await tools.execute(ToolCall("c1", "echo", arguments), call_context(ctx))
+    result = await tools.execute(ToolCallBlock(CallId("c1"), "echo", arguments), call_context(ctx))
     assert result.is_error
     assert result.code == INVALID_ARGUMENTS
     assert result.text.startswith('invalid arguments for tool "echo"')
@@ -168,9 +170,9 @@ async def test_unknown_tool_and_a_failing_tool_are_error_results() -> None:
     ctx = host()
     tools = ctx.get(TOOLS)
     tools.register(make_tool(name="broken", execute=broken))
-    unknown = await tools.execute(ToolCall("c1", "ghost", "{}"), call_context(ctx))
+    unknown = await tools.execute(ToolCallBlock(CallId("c1"), "ghost", "{}"), call_context(ctx))
     assert (unknown.code, unknown.text) == (UNKNOWN_TOOL, 'unknown tool "ghost"; available tools: broken')
-    failed = await tools.execute(ToolCall("c2", "broken", '{"text": "x"}'), call_context(ctx))
+    failed = await tools.execute(ToolCallBlock(CallId("c2"), "broken", '{"text": "x"}'), call_context(ctx))
     assert (failed.code, failed.text) == (TOOL_FAILED, 'tool "broken" failed: OSError: disk on fire')
 
 
@@ -183,8 +185,8 @@ async def test_an_executor_listener_replaces_how_a_call_runs_until_its_plugin_un
     async def recorded(arguments: dict[str, Any], context: ToolContext) -> str:
         return f"recorded {arguments['text']}"
 
-    async def choose(execute: Any, tool: Tool, call: ToolCall, context: ToolContext, next_: Any) -> Any:
-        seen.append((tool.name, call.call_id))
+    async def choose(execute: Any, tool: Tool, call: ToolCallBlock, context: ToolContext, next_: Any) -> Any:
+        seen.append((tool.name, call.id))
         if tool.hermetic:
             return await next_(execute)
         return recorded
@@ -201,12 +203,14 @@ async def test_an_executor_listener_replaces_how_a_call_runs_until_its_plugin_un
         )
     )
     listener = ctx.plugin(Plugin(name="serve-recorded", apply=apply))
-    here = await tools.execute(ToolCall("c1", "echo", '{"text": "a"}'), call_context(ctx))
-    far = await tools.execute(ToolCall("c2", "remote", '{"text": "b"}'), call_context(ctx))
+    here = await tools.execute(ToolCallBlock(CallId("c1"), "echo", '{"text": "a"}'), call_context(ctx))
+    far = await tools.execute(ToolCallBlock(CallId("c2"), "remote", '{"text": "b"}'), call_context(ctx))
     assert (here.text, far.text) == ("a", "recorded b")
     assert seen == [("echo", "c1"), ("remote", "c2")]
     listener.unload()
-    assert (await tools.execute(ToolCall("c3", "remote", '{"text": "c"}'), call_context(ctx))).text == "c"
+    assert (
+        await tools.execute(ToolCallBlock(CallId("c3"), "remote", '{"text": "c"}'), call_context(ctx))
+    ).text == "c"
     assert len(seen) == 2
 
 
@@ -225,6 +229,6 @@ async def test_cancellation_propagates_out_of_a_running_tool() -> None:
     tools = ctx.get(TOOLS)
     tools.register(make_tool(name="slow", execute=slow))
     with anyio.move_on_after(0.05) as scope:
-        await tools.execute(ToolCall("c1", "slow", '{"text": "x"}'), call_context(ctx))
+        await tools.execute(ToolCallBlock(CallId("c1"), "slow", '{"text": "x"}'), call_context(ctx))
     assert scope.cancelled_caught
     assert cleaned.is_set()
