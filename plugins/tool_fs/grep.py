@@ -281,7 +281,7 @@ class _Pieces:
                 del pending[self.cap :]
                 skipping, self.cut = True, self.cut + 1
         if pending:
-            yield _clean(bytes(pending).removesuffix(b"\r"))
+            yield _clean(bytes(pending))  # _clean drops the last line's one trailing \r, as every line's
 
 
 def _clean(data: bytes) -> bytes:

@@ -9,7 +9,7 @@ from unittest import mock
 
 import anyio
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from dsh.plugins.tool_fs import INVALID_PATTERN, UNSUPPORTED_PATTERN, grep
@@ -175,6 +175,7 @@ def reference(data: bytes, pattern: str, limit: int) -> list[tuple[int, str]]:
 
 
 @settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@example(text="a\r\r", pattern="a", block=24, read=24, limit=10**9, invalid=False)  # one \r dropped, not two
 @given(
     text=st.text(alphabet="ab \n\rxé", max_size=60) | st.text(alphabet="ab1 \n\t_-", max_size=60),
     pattern=st.sampled_from(PATTERNS + ASCII_PATTERNS),
