@@ -24,9 +24,9 @@ from ._events import (
     SurfaceOp,
     encode_data,
 )
-from ._protocol import SessionStoreProtocol
 from ._rules import LogState
-from ._store import SessionInfo, SpawnedBy
+from .store._protocol import SessionStoreProtocol
+from .store.sqlite import SessionInfo, SpawnedBy
 
 __all__ = [
     "ParsedHeader",

@@ -15,10 +15,10 @@ import anyio.to_thread
 
 from ._errors import SessionBusyError
 from ._events import Event, StoredEvent
-from ._protocol import SessionStoreProtocol
 from ._repair import load_state, resume
 from ._rules import LogState
-from ._store import EventRow, Lease, SessionInfo, event_row
+from .store._protocol import SessionStoreProtocol
+from .store.sqlite import EventRow, Lease, SessionInfo, event_row
 
 __all__ = ["SessionLog", "open_log"]
 

@@ -22,9 +22,9 @@ from ._events import (
     TurnEndReason,
     encode_data,
 )
-from ._protocol import SessionStoreProtocol
 from ._rules import LogState, OpenToolCall
-from ._store import Lease
+from .store._protocol import SessionStoreProtocol
+from .store.sqlite import Lease
 
 __all__ = ["NOT_STARTED_TEXT", "OUTCOME_UNKNOWN_TEXT", "closers", "load_state", "resume"]
 

@@ -28,7 +28,7 @@ from dsh.runtime.session import (
     read_jsonl,
     write_jsonl,
 )
-from dsh.runtime.session._store import _event, event_row
+from dsh.runtime.session.store.sqlite import _event, event_row
 from tests.runtime.session.conftest import HARNESS_LOGS
 from tests.strategies import TurnSpec, turn_events, turn_specs
 

@@ -16,9 +16,9 @@ from typing import Any, Self
 
 import msgspec
 
-from ._errors import InvalidBoundaryError, OpenTurnError, SessionExistsError, SessionInUseError
-from ._events import Event, StoredEvent, TurnStart
-from ._services import Clock, IdMinter, SessionId, SystemClock, UuidIds
+from .._errors import InvalidBoundaryError, OpenTurnError, SessionExistsError, SessionInUseError
+from .._events import Event, StoredEvent, TurnStart
+from .._services import Clock, IdMinter, SessionId, SystemClock, UuidIds
 
 __all__ = [
     "Lease",

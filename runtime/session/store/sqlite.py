@@ -24,6 +24,17 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
+from .._errors import (
+    LeaseLostError,
+    LogGapError,
+    SessionExistsError,
+    SessionNotFoundError,
+    StoreError,
+    StoreRowError,
+    StoreSchemaError,
+)
+from .._events import Event, Replace, StoredEvent, SurfaceOp, event_tags
+from .._services import Clock, IdMinter, SessionId
 from ._base import (
     Lease,
     SessionInfo,
@@ -34,18 +45,7 @@ from ._base import (
     segments,
     session_row,
 )
-from ._errors import (
-    LeaseLostError,
-    LogGapError,
-    SessionExistsError,
-    SessionNotFoundError,
-    StoreError,
-    StoreRowError,
-    StoreSchemaError,
-)
-from ._events import Event, Replace, StoredEvent, SurfaceOp, event_tags
-from ._rows import LAST_SEQ_QUERY, SCHEMA_VERSION, SESSION_COLUMNS, SESSIONS_QUERY, log_length
-from ._services import Clock, IdMinter, SessionId
+from ._listing import LAST_SEQ_QUERY, SCHEMA_VERSION, SESSION_COLUMNS, SESSIONS_QUERY, log_length
 
 if TYPE_CHECKING:  # sqlite_utils is imported only to create or migrate a schema: reading needs sqlite3 alone
     import sqlite_utils

@@ -11,9 +11,9 @@ from typing import Any, Protocol, Self
 
 from dsh.runtime.kernel import ServiceKey
 
-from ._events import Event, StoredEvent
-from ._services import Clock, IdMinter, SessionId
-from ._store import EventRow, Lease, SessionInfo, SpawnedBy
+from .._events import Event, StoredEvent
+from .._services import Clock, IdMinter, SessionId
+from .sqlite import EventRow, Lease, SessionInfo, SpawnedBy
 
 __all__ = ["STORE", "SessionStoreProtocol"]
 

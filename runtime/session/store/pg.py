@@ -23,8 +23,7 @@ import psycopg
 from psycopg import sql
 from psycopg_pool import ConnectionPool
 
-from ._base import StoreBase, lease_of, new_lease, segments, session_row
-from ._errors import (
+from .._errors import (
     LeaseLostError,
     LogGapError,
     SessionExistsError,
@@ -35,10 +34,12 @@ from ._errors import (
     StoreRowError,
     StoreSchemaError,
 )
-from ._events import Event, StoredEvent, event_tags
-from ._rows import SESSION_COLUMNS, SESSIONS_QUERY, log_length
-from ._services import Clock, IdMinter
-from ._store import (
+from .._events import Event, StoredEvent, event_tags
+from .._services import Clock, IdMinter
+from ._base import StoreBase, lease_of, new_lease, segments, session_row
+from ._listing import SESSION_COLUMNS, SESSIONS_QUERY, log_length
+from ._urls import redact, redact_url
+from .sqlite import (
     LEASE_TTL_MS,
     BadRow,
     EventRow,
@@ -48,7 +49,6 @@ from ._store import (
     _info,
     event_row,
 )
-from ._urls import redact, redact_url
 
 __all__ = ["PG_SCHEMA_VERSION", "PgStore"]
 
