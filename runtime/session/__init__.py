@@ -151,6 +151,10 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from ._stats import session_stats as session_stats
     from ._tail import follow as follow
     from ._tail import tail_start as tail_start
+    from .store._base import LEASE_TTL_MS as LEASE_TTL_MS
+    from .store._base import Lease as Lease
+    from .store._base import SessionInfo as SessionInfo
+    from .store._base import SpawnedBy as SpawnedBy
     from .store._copy import copy_plan as copy_plan
     from .store._copy import copy_sessions as copy_sessions
     from .store._copy import own_events as own_events
@@ -158,6 +162,7 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from .store._listing import SQLITE_MAGIC as SQLITE_MAGIC
     from .store._listing import STORE_TABLES as STORE_TABLES
     from .store._listing import read_listing as read_listing
+    from .store._listing import read_tables as read_tables
     from .store._open import open_store as open_store
     from .store._protocol import STORE as STORE
     from .store._protocol import SessionStoreProtocol as SessionStoreProtocol
@@ -165,11 +170,7 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from .store._urls import redact as redact
     from .store._urls import redact_url as redact_url
     from .store._urls import url_password as url_password
-    from .store.sqlite import LEASE_TTL_MS as LEASE_TTL_MS
-    from .store.sqlite import Lease as Lease
-    from .store.sqlite import SessionInfo as SessionInfo
     from .store.sqlite import SessionStore as SessionStore
-    from .store.sqlite import SpawnedBy as SpawnedBy
 
 __all__ = [
     "AbortKind",
@@ -333,6 +334,7 @@ __all__ = [
     "project",
     "read_jsonl",
     "read_listing",
+    "read_tables",
     "redact",
     "redact_url",
     "resume",
@@ -484,15 +486,16 @@ _LAZY = {
     "SessionId": "._services",
     "SystemClock": "._services",
     "UuidIds": "._services",
-    "LEASE_TTL_MS": ".store.sqlite",
+    "LEASE_TTL_MS": ".store._base",
     "SCHEMA_VERSION": ".store._listing",
     "SQLITE_MAGIC": ".store._listing",
     "STORE_TABLES": ".store._listing",
     "read_listing": ".store._listing",
-    "Lease": ".store.sqlite",
-    "SessionInfo": ".store.sqlite",
+    "read_tables": ".store._listing",
+    "Lease": ".store._base",
+    "SessionInfo": ".store._base",
     "SessionStore": ".store.sqlite",
-    "SpawnedBy": ".store.sqlite",
+    "SpawnedBy": ".store._base",
     "PRICES": "._stats",
     "CallStats": "._stats",
     "Figures": "._stats",

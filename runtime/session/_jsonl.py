@@ -25,8 +25,8 @@ from ._events import (
     encode_data,
 )
 from ._rules import LogState
+from .store._base import SessionInfo, SpawnedBy
 from .store._protocol import SessionStoreProtocol
-from .store.sqlite import SessionInfo, SpawnedBy
 
 __all__ = [
     "ParsedHeader",

@@ -17,8 +17,9 @@ from ._errors import SessionBusyError
 from ._events import Event, StoredEvent
 from ._repair import load_state, resume
 from ._rules import LogState
+from .store._base import Lease, SessionInfo
 from .store._protocol import SessionStoreProtocol
-from .store.sqlite import EventRow, Lease, SessionInfo, event_row
+from .store._rows import EventRow, event_row
 
 __all__ = ["SessionLog", "open_log"]
 

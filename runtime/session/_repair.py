@@ -23,8 +23,8 @@ from ._events import (
     encode_data,
 )
 from ._rules import LogState, OpenToolCall
+from .store._base import Lease
 from .store._protocol import SessionStoreProtocol
-from .store.sqlite import Lease
 
 __all__ = ["NOT_STARTED_TEXT", "OUTCOME_UNKNOWN_TEXT", "closers", "load_state", "resume"]
 

@@ -1,8 +1,8 @@
-"""`StoreBase`: what every session store does the same way above its SQL, and the records they all return.
+"""`StoreBase`: what every session store does the same way above its SQL, and the values they all return
+(`SessionInfo`, `SpawnedBy`, `Lease`); how those values become rows is `_rows`'s.
 
 A new session's and a fork child's `SessionInfo` (ids and clock drawn from the parent, the fork's boundary checks),
-a session's own clock and id minter, its last event, a log's length and segments, and the rows and leases both
-backends build from the same values. A backend subclasses `StoreBase` and supplies only its queries, connections and
+a session's own clock and id minter, its last event, a log's segments, and a new lease. A backend subclasses `StoreBase` and supplies only its queries, connections and
 transactions (the abstract methods); no SQL lives here.
 """
 
@@ -12,7 +12,7 @@ import os
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Iterable, Iterator
 from datetime import UTC, datetime
-from typing import Any, Self
+from typing import Self
 
 import msgspec
 
@@ -21,15 +21,18 @@ from .._events import Event, StoredEvent, TurnStart
 from .._services import Clock, IdMinter, SessionId, SystemClock, UuidIds
 
 __all__ = [
+    "LEASE_TTL_MS",
     "Lease",
     "SessionInfo",
     "SpawnedBy",
     "StoreBase",
-    "lease_of",
     "new_lease",
     "segments",
-    "session_row",
 ]
+
+
+LEASE_TTL_MS = 30_000
+"""How long a lease outlives its holder's last renewal (the log renews it every third of this while it is open)."""
 
 
 class SpawnedBy(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
@@ -84,29 +87,6 @@ def new_lease(session_id: str, *, now: int, ttl_ms: int) -> Lease:
         since=now,
         expires=now + ttl_ms,
         token=secrets.token_hex(16),
-    )
-
-
-def lease_of(session_id: str, row: tuple[Any, ...]) -> Lease:
-    """The lease of a `session_leases` row read as (pid, host, since, expires, token)."""
-    pid, host, since, expires, token = row
-    return Lease(session_id=session_id, pid=pid, host=host, since=since, expires=expires, token=token)
-
-
-def session_row(info: SessionInfo) -> tuple[object, ...]:
-    """The `sessions` row of `info`, in the column order id, created_at, cwd, parent_id, seed_length, inherits,
-    delegation_depth, spawned_by, imported_from, header_extra."""
-    return (
-        info.id,
-        info.created_at,
-        info.cwd,
-        info.parent_id,
-        info.seed_length,
-        int(info.inherits),
-        info.delegation_depth,
-        None if info.spawned_by is None else msgspec.json.encode(info.spawned_by).decode(),
-        info.imported_from,
-        info.header_extra,
     )
 
 

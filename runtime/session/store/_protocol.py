@@ -13,7 +13,8 @@ from dsh.runtime.kernel import ServiceKey
 
 from .._events import Event, StoredEvent
 from .._services import Clock, IdMinter, SessionId
-from .sqlite import EventRow, Lease, SessionInfo, SpawnedBy
+from ._base import Lease, SessionInfo, SpawnedBy
+from ._rows import EventRow
 
 __all__ = ["STORE", "SessionStoreProtocol"]
 

@@ -6,8 +6,7 @@ once per statement over its rows), so every client is held to the log's shape, n
 its own events. One writer per session: the writer's connection holds a session-level advisory lock (the server
 releases it when the connection drops, a killed writer included) and names itself in `session_leases` for the refusal
 message. Every insert notifies channel `dsh_events` with the session id, which `dsh sessions tail` listens on.
-Rows are encoded and decoded by the SQLite store's helpers (`event_row`, `_event`, `_info`), so both stores read
-and write the same values; what is not SQL (creating and forking a session, its clock and ids) is `StoreBase`'s.
+Rows are encoded and decoded by the codecs both stores share (`_rows`), so both read and write the same values; what is not SQL (creating and forking a session, its clock and ids) is `StoreBase`'s.
 """
 
 from __future__ import annotations
@@ -36,27 +35,17 @@ from .._errors import (
 )
 from .._events import Event, StoredEvent, event_tags
 from .._services import Clock, IdMinter
-from ._base import StoreBase, lease_of, new_lease, segments, session_row
+from ._base import LEASE_TTL_MS, Lease, SessionInfo, StoreBase, new_lease, segments
 from ._listing import SESSION_COLUMNS, SESSIONS_QUERY, log_length
+from ._rows import EVENT_COLUMNS, BadRow, EventRow, event_row, lease_of, row_event, row_info, session_row
 from ._urls import redact, redact_url
-from .sqlite import (
-    LEASE_TTL_MS,
-    BadRow,
-    EventRow,
-    Lease,
-    SessionInfo,
-    _event,
-    _info,
-    event_row,
-)
 
 __all__ = ["PG_SCHEMA_VERSION", "PgStore"]
 
 PG_SCHEMA_VERSION = 2
 _BATCH = 5_000
 _CHANNEL = "dsh_events"
-_COLUMNS = "seq, type, time, data, surface_op, source_event_seqs, ignorable, extra"
-_EVENT_COLUMNS = f"session_id, {_COLUMNS}"
+_EVENT_COLUMNS = f"session_id, {EVENT_COLUMNS}"
 _INSERT = f"INSERT INTO events ({_EVENT_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
 _COPY = f"COPY events ({_EVENT_COLUMNS}) FROM STDIN"
 # one advisory-lock namespace for migrations (pg_advisory_xact_lock(bigint)); leases hash schema and session id
@@ -371,14 +360,14 @@ class PgStore(StoreBase):
         row = self._one(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = %s", (session_id,))
         if row is None:
             raise SessionNotFoundError(session_id, store=self.location)
-        return _info(row)
+        return row_info(row)
 
     @_reconnecting
     def sessions(self) -> list[SessionInfo]:
         """Every session, oldest first."""
         with self._pool.connection() as conn:
             rows = conn.execute(SESSIONS_QUERY).fetchall()
-        return [_info(row) for row in rows]
+        return [row_info(row) for row in rows]
 
     @_reconnecting
     def children(self, session_id: str) -> list[SessionInfo]:
@@ -392,7 +381,7 @@ class PgStore(StoreBase):
                 "ORDER BY created_at, id",
                 (names, info.id),
             ).fetchall()
-        return [_info(row) for row in rows]
+        return [row_info(row) for row in rows]
 
     @_reconnecting
     def length(self, session_id: str) -> int:
@@ -451,13 +440,13 @@ class PgStore(StoreBase):
             bound_params: list[object] = [] if high is None else [high]
             self._check_contiguous(session_id, owner, low, bound, bound_params)
             query = (
-                f"SELECT {_COLUMNS} FROM events WHERE session_id = %s AND seq >= %s{bound}{filters} "
+                f"SELECT {EVENT_COLUMNS} FROM events WHERE session_id = %s AND seq >= %s{bound}{filters} "
                 "ORDER BY seq LIMIT %s"
             )
             while True:
                 page = self._page(query, [owner, low, *bound_params, *params, _BATCH])
                 try:
-                    yield from map(_event, page)
+                    yield from map(row_event, page)
                 except BadRow as bad:
                     raise StoreRowError(session_id, bad.seq, bad.reason, store=self.location) from None
                 if len(page) < _BATCH:

@@ -1,5 +1,5 @@
 """`SessionStore`: the module that speaks SQLite's SQL (but for the schema facts and the session listing it shares
-with the msgspec-free `dsh sessions list`, in `_rows`). Sessions and their append-only events in one SQLite file.
+with the msgspec-free `dsh sessions list`, in `_listing`). Sessions and their append-only events in one SQLite file.
 
 WAL, `busy_timeout`, `BEGIN IMMEDIATE` for every write, `PRAGMA user_version` as the schema version with ordered
 migrations, and triggers that make the log defend itself against any SQLite client: an event takes exactly the next
@@ -33,44 +33,23 @@ from .._errors import (
     StoreRowError,
     StoreSchemaError,
 )
-from .._events import Event, Replace, StoredEvent, SurfaceOp, event_tags
-from .._services import Clock, IdMinter, SessionId
-from ._base import (
-    Lease,
-    SessionInfo,
-    SpawnedBy,
-    StoreBase,
-    lease_of,
-    new_lease,
-    segments,
-    session_row,
-)
+from .._events import Event, StoredEvent, event_tags
+from .._services import Clock, IdMinter
+from ._base import LEASE_TTL_MS, Lease, SessionInfo, StoreBase, new_lease, segments
 from ._listing import LAST_SEQ_QUERY, SCHEMA_VERSION, SESSION_COLUMNS, SESSIONS_QUERY, log_length
+from ._rows import BadRow, EventRow, event_row, lease_of, row_event, row_info, session_row
 
 if TYPE_CHECKING:  # sqlite_utils is imported only to create or migrate a schema: reading needs sqlite3 alone
     import sqlite_utils
 
-__all__ = [
-    "LEASE_TTL_MS",
-    "SCHEMA_VERSION",
-    "EventRow",
-    "Lease",
-    "SessionInfo",
-    "SessionStore",
-    "SpawnedBy",
-]
+__all__ = ["GUARDS", "SCHEMA_VERSION", "SessionStore"]
 
-LEASE_TTL_MS = 30_000
-"""How long a lease outlives its holder's last renewal (the log renews it every third of this while it is open)."""
 _BATCH = 2_000
 
-
-EventRow = tuple[str, int, str, int, str, str | None, str | None, int | None, str | None]
 _INSERT = (
     "INSERT INTO events (session_id, seq, type, time, data, surface_op, source_event_seqs, ignorable, extra) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
-_COLUMNS = "seq, type, time, data, surface_op, source_event_seqs, ignorable, extra"
 # What a read selects: the envelope's four optional columns folded into one, NULL on most rows (every chunk).
 # SQLite hands each selected column to Python on its own, and four NULL columns cost a quarter of a full read.
 _READ_COLUMNS = (
@@ -78,9 +57,6 @@ _READ_COLUMNS = (
     "AND extra IS NULL THEN NULL ELSE json_array(surface_op, source_event_seqs, ignorable, extra) END"
 )
 _ENVELOPE = msgspec.json.Decoder(tuple[str | None, str | None, int | None, str | None])
-_SEQS = msgspec.json.Decoder(tuple[int, ...])
-_REPLACE = msgspec.json.Decoder(Replace)
-_SPAWNED = msgspec.json.Decoder(SpawnedBy)
 
 
 def _first(cursor: sqlite3.Cursor) -> Any:
@@ -89,65 +65,12 @@ def _first(cursor: sqlite3.Cursor) -> Any:
     return rows[0] if rows else None
 
 
-def event_row(session_id: str, event: StoredEvent) -> EventRow:
-    """The `events` row of one event."""
-    op = event.surface_op
-    return (
-        session_id,
-        event.seq,
-        event.type,
-        event.time,
-        event.data,
-        None if op is None else ("append" if op == "append" else msgspec.json.encode(op).decode()),
-        None if event.source_event_seqs is None else msgspec.json.encode(event.source_event_seqs).decode(),
-        None if event.ignorable is None else int(event.ignorable),
-        event.extra,
-    )
-
-
-class BadRow(ValueError):
-    """A row `_event` cannot read as an event (its store names the session and itself in a `StoreRowError`)."""
-
-    def __init__(self, seq: int, reason: str) -> None:
-        super().__init__(reason)
-        self.seq = seq
-        self.reason = reason
-
-
-def _event(row: tuple[Any, ...]) -> StoredEvent:
-    seq, kind, time, data, op, sources, ignorable, extra = row
-    if (
-        op is None and sources is None and ignorable is None and extra is None
-    ):  # most rows (chunks): no envelope
-        return StoredEvent(type=kind, seq=seq, time=time, data=data)
-    try:
-        surface: SurfaceOp | None = None
-        if op is not None:
-            surface = "append" if op == "append" else _REPLACE.decode(op)
-        return StoredEvent(
-            type=kind,
-            seq=seq,
-            time=time,
-            data=data,
-            surface_op=surface,
-            source_event_seqs=None if sources is None else _SEQS.decode(sources),
-            ignorable=None if ignorable is None else bool(ignorable),
-            extra=extra,
-        )
-    except (msgspec.DecodeError, TypeError) as error:
-        raise BadRow(
-            seq,
-            f"surface_op {op!r}, source_event_seqs {sources!r}: {error}; dsh writes surface_op "
-            '"append" or {"op":"replace","start":N,"end":N} and source_event_seqs as a JSON list of seqs',
-        ) from None
-
-
 def _read_event(row: tuple[Any, ...]) -> StoredEvent:
-    """The event of a row read with `_READ_COLUMNS`."""
+    """The event of a row read with `_READ_COLUMNS` (the envelope folded into one column)."""
     seq, kind, time, data, envelope = row
     if envelope is None:
         return StoredEvent(type=kind, seq=seq, time=time, data=data)
-    return _event((seq, kind, time, data, *_ENVELOPE.decode(envelope)))
+    return row_event((seq, kind, time, data, *_ENVELOPE.decode(envelope)))
 
 
 # SQLite's primary result codes (sqlite3.Error.sqlite_errorcode & 0xff), as `StoreError.problem`
@@ -210,22 +133,6 @@ def _named_errors(method: _Method) -> _Method:
             raise (store_error(self.location, error) or error) from error
 
     return wrapper  # type: ignore[return-value]  # same signature, wrapped
-
-
-def _info(row: tuple[Any, ...]) -> SessionInfo:
-    sid, created, cwd, parent, seed, inherits, depth, spawned, imported, extra = row
-    return SessionInfo(
-        id=SessionId(sid),
-        created_at=created,
-        cwd=cwd,
-        parent_id=parent,
-        seed_length=seed,
-        inherits=bool(inherits),
-        delegation_depth=depth,
-        spawned_by=None if spawned is None else _SPAWNED.decode(spawned),
-        imported_from=imported,
-        header_extra=extra,
-    )
 
 
 def _migrate_1(db: sqlite_utils.Database) -> None:
@@ -500,14 +407,14 @@ class SessionStore(StoreBase):
             )
         if row is None:
             raise SessionNotFoundError(session_id, store=str(self.path))
-        return _info(row)
+        return row_info(row)
 
     @_named_errors
     def sessions(self) -> list[SessionInfo]:
         """Every session, oldest first."""
         with self._lock:
             rows = self._conn.execute(SESSIONS_QUERY).fetchall()
-        return [_info(row) for row in rows]
+        return [row_info(row) for row in rows]
 
     @_named_errors
     def children(self, session_id: str) -> list[SessionInfo]:
@@ -521,7 +428,7 @@ class SessionStore(StoreBase):
                 "AND id != ? ORDER BY created_at, id",
                 [*names, info.id],
             ).fetchall()
-        return [_info(row) for row in rows]
+        return [row_info(row) for row in rows]
 
     @_named_errors
     def length(self, session_id: str) -> int:
