@@ -2,8 +2,9 @@
 (`SessionInfo`, `SpawnedBy`, `Lease`); how those values become rows is `_rows`'s.
 
 A new session's and a fork child's `SessionInfo` (ids and clock drawn from the parent, the fork's boundary checks),
-a session's own clock and id minter, its last event, a log's segments, and a new lease. A backend subclasses `StoreBase` and supplies only its queries, connections and
-transactions (the abstract methods); no SQL lives here.
+a session's own clock and id minter, its last event, a log's segments, and a new lease. A backend subclasses
+`StoreBase` and supplies only its queries, connections and transactions (the abstract methods); no SQL lives here.
+What each method promises is `SessionStoreProtocol`'s (`_protocol`) to say.
 """
 
 from __future__ import annotations
@@ -175,7 +176,6 @@ class StoreBase(ABC):
         spawned_by: SpawnedBy | None = None,
         session_id: SessionId | None = None,
     ) -> SessionInfo:
-        """A new, empty session. A child's id and `createdAt` come from its parent's view of the clock and ids."""
         ids = self.ids if parent_id is None else self.session_ids(parent_id)
         clock = self.clock if parent_id is None else self.session_clock(parent_id)
         info = SessionInfo(
@@ -190,14 +190,12 @@ class StoreBase(ABC):
         return info
 
     def session_clock(self, session_id: str) -> Clock:
-        """The clock `session_id` reads (`Clock.for_session`): its events' times and its children's `createdAt`."""
         info = self.info(session_id)
         last = self.last_event(session_id)
         after = info.created_at if last is None else max(info.created_at, last.time)
         return self.clock.for_session(session_id, after=after)
 
     def session_ids(self, session_id: str) -> IdMinter:
-        """The minter `session_id` draws from (`IdMinter.for_session`): its records' ids and its children's."""
         return self.ids.for_session(session_id, start=self.length(session_id))
 
     def last_event(self, session_id: str) -> StoredEvent | None:
@@ -217,11 +215,7 @@ class StoreBase(ABC):
         delegation_depth: int | None = None,
         spawned_by: SpawnedBy | None = None,
     ) -> SessionInfo:
-        """A child session whose log starts with the parent's events 0..`at` (inclusive, default: all), by
-        reference: no event is copied. Its own events continue at seq `at + 1` (its `seed_length`).
-
-        A plain fork keeps the parent's delegation depth. A delegated fork (a subagent) passes its own depth
-        (the parent's + 1) and `spawned_by`, the parent's tool call that started it."""
+        """The boundary checks on the parent's segments (`_last_turn_bound`), then one `sessions` row."""
         if child_id is not None and self._has_session(child_id):
             raise SessionExistsError(child_id)
         parent = self.info(session_id)

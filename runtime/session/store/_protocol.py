@@ -1,5 +1,5 @@
 """`SessionStoreProtocol`: the contract every session store keeps (SQLite's `SessionStore`, PostgreSQL's `PgStore`),
-leases and the group-commit writer's path included.
+leases and the group-commit writer's path included, documented here once; `STORE`, the service key agents log to.
 
 The agent loop, projection, fork, repair, import/export, replay and the CLI use only these names, so a store is
 chosen once, where the host opens it (`open_store`)."""
@@ -20,15 +20,20 @@ __all__ = ["STORE", "SessionStoreProtocol"]
 
 
 class SessionStoreProtocol(Protocol):
-    """Sessions and their append-only events. Every method is synchronous and safe to call from several threads;
+    """Sessions and their append-only events: the contract, written once here. The backends (`sqlite.SessionStore`,
+    `pg.PgStore`) document only how they differ. Every method is synchronous and safe to call from several threads;
     the log writer (`open_log`) runs `insert_rows` and `renew_lease` in worker threads.
 
     Guarantees every backend keeps: events are never updated or deleted, each insert is the session's next seq,
     a fork stores only its own events (its prefix is read from its parent by reference), and one writer per
-    session holds a lease the store arbitrates (`SessionInUseError` for a second one)."""
+    session holds a lease the store arbitrates (`SessionInUseError` for a second one). A read of a session the store
+    does not hold raises `SessionNotFoundError`; a read that meets a gap in a stored log raises `LogGapError`, one
+    that meets a row dsh would not write `StoreRowError`, each naming the store, the session and the seq."""
 
     clock: Clock
+    """The clock sessions are stamped with (each session reads its own view: `session_clock`)."""
     ids: IdMinter
+    """Where new sessions' and records' ids come from (each session draws its own: `session_ids`)."""
     lease_ttl_ms: int
     """How often a lease holder must renew (the log renews every third of it)."""
 
@@ -37,13 +42,19 @@ class SessionStoreProtocol(Protocol):
         """Where the store lives, printable (a path, or a URL without its password)."""
         ...
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Let go of the store's connections (a lease still held ends with them)."""
+        ...
 
     def __enter__(self) -> Self: ...
 
-    def __exit__(self, *exc: object) -> None: ...
+    def __exit__(self, *exc: object) -> None:
+        """`close()`."""
+        ...
 
-    def schema_version(self) -> int: ...
+    def schema_version(self) -> int:
+        """The version of the schema the store holds (each backend migrates an older one when it opens)."""
+        ...
 
     def create(
         self,
@@ -53,19 +64,37 @@ class SessionStoreProtocol(Protocol):
         delegation_depth: int = 0,
         spawned_by: SpawnedBy | None = None,
         session_id: SessionId | None = None,
-    ) -> SessionInfo: ...
+    ) -> SessionInfo:
+        """A new, empty session (`session_id`, or a fresh id; `SessionExistsError` if it is taken). A child's id and
+        `createdAt` come from its parent's view of the clock and ids."""
+        ...
 
-    def session_clock(self, session_id: str) -> Clock: ...
+    def session_clock(self, session_id: str) -> Clock:
+        """The clock `session_id` reads (`Clock.for_session`): its events' times and its children's `createdAt`,
+        continuing after the session's latest time."""
+        ...
 
-    def session_ids(self, session_id: str) -> IdMinter: ...
+    def session_ids(self, session_id: str) -> IdMinter:
+        """The minter `session_id` draws from (`IdMinter.for_session`): its records' ids and its children's,
+        counting on from its log's length."""
+        ...
 
-    def info(self, session_id: str) -> SessionInfo: ...
+    def info(self, session_id: str) -> SessionInfo:
+        """The session's row."""
+        ...
 
-    def sessions(self) -> list[SessionInfo]: ...
+    def sessions(self) -> list[SessionInfo]:
+        """Every session, oldest first (by `created_at`, then id)."""
+        ...
 
-    def children(self, session_id: str) -> list[SessionInfo]: ...
+    def children(self, session_id: str) -> list[SessionInfo]:
+        """The sessions whose parent is `session_id` (forks and subagents), oldest first. An imported child names
+        its parent by the id it had in its file, so a parent imported from that file (`imported_from`) claims it."""
+        ...
 
-    def length(self, session_id: str) -> int: ...
+    def length(self, session_id: str) -> int:
+        """The number of events in the session's full log (its inherited prefix included)."""
+        ...
 
     def events(
         self,
@@ -75,13 +104,22 @@ class SessionStoreProtocol(Protocol):
         stop: int | None = None,
         types: Collection[str | type[Event]] | None = None,
         skip_types: Collection[str | type[Event]] | None = None,
-    ) -> Iterator[StoredEvent]: ...
+    ) -> Iterator[StoredEvent]:
+        """The session's full log in seq order (the inherited prefix first), seqs `start` to `stop` (exclusive),
+        streamed in pages: an abandoned iterator holds no connection or snapshot. `types` keeps only those types,
+        `skip_types` drops those (event classes or wire tags, both filtered by the database)."""
+        ...
 
-    def last_event(self, session_id: str) -> StoredEvent | None: ...
+    def last_event(self, session_id: str) -> StoredEvent | None:
+        """The session's last event (an inherited one for a fork with none of its own), or None for an empty log."""
+        ...
 
     def append_events(
         self, session_id: str, events: Iterable[StoredEvent], *, lease: Lease | None = None
-    ) -> None: ...
+    ) -> None:
+        """Insert events in one transaction (the caller has checked them against the log's rules); with `lease`,
+        only while it is still the caller's (`SessionInUseError` or `LeaseLostError` otherwise)."""
+        ...
 
     def connect(self) -> Any:
         """A connection of the writer's own (a `sqlite3` or `psycopg` connection: the store takes back only the
@@ -89,11 +127,15 @@ class SessionStoreProtocol(Protocol):
         ...
 
     def insert_rows(self, conn: Any, rows: list[EventRow], *, lease: Lease | None = None) -> None:
-        """Commit prepared rows in one transaction (one COPY on PostgreSQL); with `lease`, only while it is still
-        the caller's (`SessionInUseError` or `LeaseLostError` otherwise)."""
+        """Commit prepared rows (`_rows.event_row`) in one transaction on `conn` (the group-commit writer's path);
+        with `lease`, only while it is still the caller's (`SessionInUseError` naming the holder that took it over,
+        or `LeaseLostError`)."""
         ...
 
-    def import_session(self, info: SessionInfo, events: Iterable[StoredEvent]) -> SessionInfo: ...
+    def import_session(self, info: SessionInfo, events: Iterable[StoredEvent]) -> SessionInfo:
+        """Create the session `info` describes, as it is (its id, fork link and `seed_length` kept), and insert its
+        own events in one transaction; if `events` raises, nothing is kept."""
+        ...
 
     def fork(
         self,
@@ -103,10 +145,18 @@ class SessionStoreProtocol(Protocol):
         child_id: SessionId | None = None,
         delegation_depth: int | None = None,
         spawned_by: SpawnedBy | None = None,
-    ) -> SessionInfo: ...
+    ) -> SessionInfo:
+        """A child session whose log starts with the parent's events 0..`at` (inclusive, default: all), by
+        reference: no event is copied. Its own events continue at seq `at + 1` (its `seed_length`). `at` must be an
+        existing seq (`InvalidBoundaryError`) that does not end inside an open turn (`OpenTurnError`).
+
+        A plain fork keeps the parent's delegation depth. A delegated fork (a subagent) passes its own depth
+        (the parent's + 1) and `spawned_by`, the parent's tool call that started it."""
+        ...
 
     def acquire_lease(self, session_id: str) -> Lease:
-        """Take the session's lease (one writer per session) or raise `SessionInUseError` naming its holder."""
+        """Take the session's lease (one writer per session) or raise `SessionInUseError` naming its holder. A lease
+        is taken over only when its holder is provably gone."""
         ...
 
     def renew_lease(self, lease: Lease) -> None:

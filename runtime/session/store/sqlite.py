@@ -287,7 +287,9 @@ def _create_private(path: Path) -> None:
 
 
 class SessionStore(StoreBase):
-    """Sessions and their events in one SQLite file; safe for several processes writing different sessions."""
+    """Sessions and their events in one SQLite file; safe for several processes writing different sessions. What each
+    method promises is `SessionStoreProtocol`'s; a method here says only how SQLite keeps it. Every method raises the
+    database's failures as `StoreError` naming the store (`_named_errors`)."""
 
     def __init__(
         self,
@@ -330,7 +332,7 @@ class SessionStore(StoreBase):
 
     @_named_errors
     def connect(self) -> sqlite3.Connection:
-        """A new connection to the store's file, configured like every other (used by log writers)."""
+        """Configured like every other of the store's connections (WAL, busy timeout, `synchronous`)."""
         conn = sqlite3.connect(
             self.path, isolation_level=None, check_same_thread=False, timeout=self._busy_timeout_ms / 1000
         )
@@ -341,7 +343,7 @@ class SessionStore(StoreBase):
 
     @property
     def location(self) -> str:
-        """The store's file, printable."""
+        """The store file."""
         return str(self.path)
 
     def close(self) -> None:
@@ -411,15 +413,12 @@ class SessionStore(StoreBase):
 
     @_named_errors
     def sessions(self) -> list[SessionInfo]:
-        """Every session, oldest first."""
         with self._lock:
             rows = self._conn.execute(SESSIONS_QUERY).fetchall()
         return [row_info(row) for row in rows]
 
     @_named_errors
     def children(self, session_id: str) -> list[SessionInfo]:
-        """The sessions whose parent is `session_id` (forks and subagents), oldest first. An imported child names
-        its parent by the id it had in its file, so a parent imported from that file (`imported_from`) claims it."""
         info = self.info(session_id)
         names = [info.id] if info.imported_from is None else [info.id, info.imported_from]
         with self._lock:
@@ -432,7 +431,6 @@ class SessionStore(StoreBase):
 
     @_named_errors
     def length(self, session_id: str) -> int:
-        """The number of events in the session's full log (its inherited prefix included)."""
         info = self.info(session_id)
         with self._lock:
             top = _first(self._conn.execute(LAST_SEQ_QUERY, (session_id,)))[0]
@@ -461,10 +459,7 @@ class SessionStore(StoreBase):
         types: Collection[str | type[Event]] | None = None,
         skip_types: Collection[str | type[Event]] | None = None,
     ) -> Iterator[StoredEvent]:
-        """The session's full log in seq order (the inherited prefix first), streamed from SQLite.
-
-        `types` keeps only those types; `skip_types` drops those (both filtered in SQL).
-        """
+        """Filters and keyset pages in SQL; each log segment is checked for gaps and bad rows first (`_check_log`)."""
         types, skip_types = event_tags(types), event_tags(skip_types)  # classes to their wire tags
         if types is not None and not types:
             return
@@ -566,8 +561,7 @@ class SessionStore(StoreBase):
         conn: sqlite3.Connection | None = None,
         lease: Lease | None = None,
     ) -> None:
-        """Insert checked events in one transaction (the caller has checked them against the log's rules); with
-        `lease`, only while it is still the caller's."""
+        """`conn`: a connection of the caller's own to write on (the store's by default)."""
         rows = [event_row(session_id, event) for event in events]
         with self._write(conn) as connection:
             if lease is not None:
@@ -578,9 +572,6 @@ class SessionStore(StoreBase):
     def insert_rows(
         self, conn: sqlite3.Connection, rows: list[EventRow], *, lease: Lease | None = None
     ) -> None:
-        """Insert prepared rows in one transaction on `conn` (the group-commit writer's path). With `lease`, the
-        transaction first checks that the lease is still this writer's (`SessionInUseError` naming the holder if it
-        was taken over)."""
         conn.execute("BEGIN IMMEDIATE")
         try:
             if lease is not None:
@@ -593,7 +584,7 @@ class SessionStore(StoreBase):
 
     @_named_errors
     def wait_for_events(self, session_id: str, length: int, timeout: float) -> None:
-        """Poll the WAL file (and the database file) until either changes, or `timeout` seconds pass."""
+        """Polls the WAL file and the database file (every 20 ms) for a change of size or mtime."""
         files = (self.path, self.path.with_name(self.path.name + "-wal"))
 
         def marks() -> tuple[tuple[int, int], ...]:
@@ -616,7 +607,6 @@ class SessionStore(StoreBase):
 
     @_named_errors
     def import_session(self, info: SessionInfo, events: Iterable[StoredEvent]) -> SessionInfo:
-        """Create a session and insert its events in one transaction; if `events` raises, nothing is kept."""
         with self._write() as conn:
             self._insert_session(conn, info)
             batch: list[EventRow] = []
@@ -632,7 +622,7 @@ class SessionStore(StoreBase):
 
     @_named_errors
     def lease_holder(self, session_id: str) -> Lease | None:
-        """The lease on `session_id`, if a process holds one (expired or not)."""
+        """Its `session_leases` row, expired or not."""
         with self._lock:
             return self._holder(self._conn, session_id)
 
@@ -648,8 +638,7 @@ class SessionStore(StoreBase):
 
     @_named_errors
     def acquire_lease(self, session_id: str) -> Lease:
-        """Take the lease on `session_id` for this process, or raise `SessionInUseError` naming its holder. A held
-        lease is taken over only when its holder is provably gone: its pid is dead on this host, or it expired."""
+        """A held lease's holder is gone when its pid is dead on this host, or the lease expired."""
         now = self._wall_ms()
         mine = new_lease(session_id, now=now, ttl_ms=self.lease_ttl_ms)
         with self._write() as conn:
@@ -667,7 +656,7 @@ class SessionStore(StoreBase):
 
     @_named_errors
     def renew_lease(self, lease: Lease) -> None:
-        """Push the lease's expiry a TTL ahead; `SessionInUseError` if it is no longer this holder's."""
+        """Pushes its `expires` a TTL ahead."""
         with self._write() as conn:
             self._check_lease(conn, lease)
             conn.execute(
@@ -677,7 +666,6 @@ class SessionStore(StoreBase):
 
     @_named_errors
     def release_lease(self, lease: Lease) -> None:
-        """Give the lease back (a no-op if it was already taken over)."""
         with self._write() as conn:
             conn.execute(
                 "DELETE FROM session_leases WHERE session_id = ? AND token = ?",
