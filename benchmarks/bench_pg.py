@@ -34,7 +34,7 @@ from dsh.runtime.session import (
     open_store,
     project,
 )
-from dsh.runtime.session._store import event_row
+from dsh.runtime.session.store._rows import event_row
 from tests.pg_server import PG_BIN, PgServer
 
 from .bench_session import _fork_seconds, _log_append, _median, _session_events, _turn

@@ -52,7 +52,8 @@ from dsh.runtime.session import (
     open_log,
     project,
 )
-from dsh.runtime.session._store import GUARDS, event_row
+from dsh.runtime.session.store._rows import event_row
+from dsh.runtime.session.store.sqlite import GUARDS
 
 APPEND_EVENTS = 100_000
 FORK_SIZES = (100, 100_000)

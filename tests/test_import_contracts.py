@@ -33,6 +33,8 @@ BREAKS = {
     "runtime/tools/_contract_break.py": "import dsh.plugins.tool_fs\n",
     # a front end's shared layer importing the dsh command
     "runtime/host/_contract_break.py": "import dsh.runtime.cli\n",
+    # a module that reaches a store backend instead of the store contract
+    "runtime/session/_contract_break.py": "import dsh.runtime.session.store.sqlite\n",
     # a new top-level module of runtime/ with no layer
     "runtime/unplaced.py": '"""A module no layer names."""\n',
     # replay's script reaching up to the driver of a re-run
@@ -107,3 +109,4 @@ def test_each_deliberate_break_fails_its_contract(broken_copy: Path) -> None:
     assert "dsh.replay.script is not allowed to import dsh.replay.driver" in out, out
     assert "dsh.replay.unplaced" in out, out
     assert "dsh.replay.script._script is not allowed to import dsh.replay.script._overrides" in out, out
+    assert "dsh.runtime.session._contract_break -> dsh.runtime.session.store.sqlite" in out, out

@@ -86,7 +86,7 @@ def from_rows(listing: list[tuple[tuple[Any, ...], int]], *, spawned_by: bool = 
     after `SessionInfo`'s fields and hold them as `SessionInfo` stores them (`inherits` as 0 or 1, `spawned_by` as
     the JSON of its `to_builtins` form). The table never shows `spawned_by`: `spawned_by=False` leaves it undecoded
     (json, and the re it imports, are for `--json` alone)."""
-    from dsh.runtime.session._rows import SESSION_COLUMNS
+    from dsh.runtime.session.store._listing import SESSION_COLUMNS
 
     names = SESSION_COLUMNS.split(", ")
     sessions = []

@@ -52,10 +52,10 @@ def existing_store_file(store: str | None) -> str | None:
 def check_store_path(path: Path) -> None:
     """Refuse a `--store` that would not open as a dsh store: its directory missing, a directory, or a file that
     is not an SQLite database holding dsh's tables. A missing or empty file is a new store."""
-    import sqlite3
+    import sqlite3  # its error type only: the query is the store's (`read_tables`)
 
     from dsh.runtime.kernel.errors import SessionError
-    from dsh.runtime.session import SQLITE_MAGIC, STORE_TABLES
+    from dsh.runtime.session import SQLITE_MAGIC, STORE_TABLES, read_tables
 
     try:
         path.stat()
@@ -86,11 +86,7 @@ def check_store_path(path: Path) -> None:
     if magic != SQLITE_MAGIC:
         raise SessionError(f"--store {path}: not a dsh session store (not an SQLite database)")
     try:
-        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-        try:
-            tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        finally:
-            conn.close()
+        tables = read_tables(path)
     except sqlite3.DatabaseError as error:
         if not _writable(path):  # a read-only file or mount: a WAL store cannot even be read there
             from dsh.runtime.session import StoreError

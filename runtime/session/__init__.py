@@ -2,9 +2,6 @@
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the names for type checkers; at run time each is imported on first use
-    from ._copy import copy_plan as copy_plan
-    from ._copy import copy_sessions as copy_sessions
-    from ._copy import own_events as own_events
     from ._errors import InvalidBoundaryError as InvalidBoundaryError
     from ._errors import LeaseLostError as LeaseLostError
     from ._errors import LogFormatError as LogFormatError
@@ -123,20 +120,13 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from ._jsonl import write_jsonl as write_jsonl
     from ._log import SessionLog as SessionLog
     from ._log import open_log as open_log
-    from ._open import open_store as open_store
     from ._projection import PROJECTED_TYPES as PROJECTED_TYPES
     from ._projection import ProjectedMessage as ProjectedMessage
     from ._projection import Projection as Projection
     from ._projection import project as project
-    from ._protocol import STORE as STORE
-    from ._protocol import SessionStoreProtocol as SessionStoreProtocol
     from ._repair import closers as closers
     from ._repair import load_state as load_state
     from ._repair import resume as resume
-    from ._rows import SCHEMA_VERSION as SCHEMA_VERSION
-    from ._rows import SQLITE_MAGIC as SQLITE_MAGIC
-    from ._rows import STORE_TABLES as STORE_TABLES
-    from ._rows import read_listing as read_listing
     from ._rules import LogState as LogState
     from ._rules import SurfaceNode as SurfaceNode
     from ._services import Clock as Clock
@@ -158,17 +148,28 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from ._stats import fold_stats as fold_stats
     from ._stats import ordered_tools as ordered_tools
     from ._stats import session_stats as session_stats
-    from ._store import LEASE_TTL_MS as LEASE_TTL_MS
-    from ._store import Lease as Lease
-    from ._store import SessionInfo as SessionInfo
-    from ._store import SessionStore as SessionStore
-    from ._store import SpawnedBy as SpawnedBy
     from ._tail import follow as follow
     from ._tail import tail_start as tail_start
-    from ._urls import is_postgres_url as is_postgres_url
-    from ._urls import redact as redact
-    from ._urls import redact_url as redact_url
-    from ._urls import url_password as url_password
+    from .store._base import LEASE_TTL_MS as LEASE_TTL_MS
+    from .store._base import Lease as Lease
+    from .store._base import SessionInfo as SessionInfo
+    from .store._base import SpawnedBy as SpawnedBy
+    from .store._copy import copy_plan as copy_plan
+    from .store._copy import copy_sessions as copy_sessions
+    from .store._copy import own_events as own_events
+    from .store._listing import SCHEMA_VERSION as SCHEMA_VERSION
+    from .store._listing import SQLITE_MAGIC as SQLITE_MAGIC
+    from .store._listing import STORE_TABLES as STORE_TABLES
+    from .store._listing import read_listing as read_listing
+    from .store._listing import read_tables as read_tables
+    from .store._open import open_store as open_store
+    from .store._protocol import STORE as STORE
+    from .store._protocol import SessionStoreProtocol as SessionStoreProtocol
+    from .store._urls import is_postgres_url as is_postgres_url
+    from .store._urls import redact as redact
+    from .store._urls import redact_url as redact_url
+    from .store._urls import url_password as url_password
+    from .store.sqlite import SessionStore as SessionStore
 
 __all__ = [
     "AbortKind",
@@ -331,6 +332,7 @@ __all__ = [
     "project",
     "read_jsonl",
     "read_listing",
+    "read_tables",
     "redact",
     "redact_url",
     "resume",
@@ -341,9 +343,9 @@ __all__ = [
 ]
 
 _LAZY = {
-    "copy_plan": "._copy",
-    "copy_sessions": "._copy",
-    "own_events": "._copy",
+    "copy_plan": ".store._copy",
+    "copy_sessions": ".store._copy",
+    "own_events": ".store._copy",
     "InvalidBoundaryError": "._errors",
     "LeaseLostError": "._errors",
     "LogFormatError": "._errors",
@@ -461,13 +463,13 @@ _LAZY = {
     "write_jsonl": "._jsonl",
     "SessionLog": "._log",
     "open_log": "._log",
-    "open_store": "._open",
+    "open_store": ".store._open",
     "PROJECTED_TYPES": "._projection",
     "ProjectedMessage": "._projection",
     "Projection": "._projection",
     "project": "._projection",
-    "STORE": "._protocol",
-    "SessionStoreProtocol": "._protocol",
+    "STORE": ".store._protocol",
+    "SessionStoreProtocol": ".store._protocol",
     "closers": "._repair",
     "load_state": "._repair",
     "resume": "._repair",
@@ -481,15 +483,16 @@ _LAZY = {
     "SessionId": "._services",
     "SystemClock": "._services",
     "UuidIds": "._services",
-    "LEASE_TTL_MS": "._store",
-    "SCHEMA_VERSION": "._rows",
-    "SQLITE_MAGIC": "._rows",
-    "STORE_TABLES": "._rows",
-    "read_listing": "._rows",
-    "Lease": "._store",
-    "SessionInfo": "._store",
-    "SessionStore": "._store",
-    "SpawnedBy": "._store",
+    "LEASE_TTL_MS": ".store._base",
+    "SCHEMA_VERSION": ".store._listing",
+    "SQLITE_MAGIC": ".store._listing",
+    "STORE_TABLES": ".store._listing",
+    "read_listing": ".store._listing",
+    "read_tables": ".store._listing",
+    "Lease": ".store._base",
+    "SessionInfo": ".store._base",
+    "SessionStore": ".store.sqlite",
+    "SpawnedBy": ".store._base",
     "PRICES": "._stats",
     "CallStats": "._stats",
     "Figures": "._stats",
@@ -503,10 +506,10 @@ _LAZY = {
     "ordered_tools": "._stats",
     "session_stats": "._stats",
     "follow": "._tail",
-    "is_postgres_url": "._urls",
-    "redact": "._urls",
-    "redact_url": "._urls",
-    "url_password": "._urls",
+    "is_postgres_url": ".store._urls",
+    "redact": ".store._urls",
+    "redact_url": ".store._urls",
+    "url_password": ".store._urls",
     "tail_start": "._tail",
 }
 """Where each public name lives: importing one submodule (or using one name) imports no other."""

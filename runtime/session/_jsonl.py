@@ -25,9 +25,9 @@ from ._events import (
     encode_data,
 )
 from ._fold import LogFold
-from ._protocol import SessionStoreProtocol
 from ._rules import LogState
-from ._store import SessionInfo, SpawnedBy
+from .store._base import SessionInfo, SpawnedBy
+from .store._protocol import SessionStoreProtocol
 
 __all__ = [
     "ParsedHeader",

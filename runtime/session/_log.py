@@ -16,10 +16,11 @@ import anyio.to_thread
 from ._errors import SessionBusyError
 from ._events import Event, StoredEvent
 from ._fold import LogFold
-from ._protocol import SessionStoreProtocol
 from ._repair import load_state, resume
 from ._rules import LogState
-from ._store import EventRow, Lease, SessionInfo, event_row
+from .store._base import Lease, SessionInfo
+from .store._protocol import SessionStoreProtocol
+from .store._rows import EventRow, event_row
 
 __all__ = ["SessionLog", "open_log"]
 

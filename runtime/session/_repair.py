@@ -24,9 +24,9 @@ from ._events import (
     encode_data,
 )
 from ._fold import LogFold
-from ._protocol import SessionStoreProtocol
 from ._rules import LogState, OpenToolCall
-from ._store import Lease
+from .store._base import Lease
+from .store._protocol import SessionStoreProtocol
 
 __all__ = ["NOT_STARTED_TEXT", "OUTCOME_UNKNOWN_TEXT", "closers", "load_state", "resume"]
 

@@ -21,7 +21,6 @@ import msgspec
 from dsh.runtime.kernel import ServiceKey
 from dsh.runtime.llm import TokenUsage, ToolResultBlock
 
-from ._base import SessionInfo
 from ._events import (
     AssistantChunk,
     CompactionEnd,
@@ -40,7 +39,8 @@ from ._events import (
     TurnEnd,
     TurnStart,
 )
-from ._protocol import SessionStoreProtocol
+from .store._base import SessionInfo
+from .store._protocol import SessionStoreProtocol
 
 __all__ = [
     "PRICES",

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ._events import StoredEvent, TurnEnd, TurnStart
-from ._protocol import SessionStoreProtocol
+from .store._protocol import SessionStoreProtocol
 
 __all__ = ["follow", "tail_start"]
 

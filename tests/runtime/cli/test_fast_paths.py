@@ -187,7 +187,7 @@ def _dsh(*args: str, typer_only: bool = False, **env: str) -> subprocess.Complet
     code = (
         f"import sys\nstarted = set(sys.modules)\n{entry}\ntry:\n    main(sys.argv[1:])\nfinally:\n"
         f"    print(sorted(m for m in set(sys.modules) - started if m.split('.')[0] in {_HEAVY!r}"
-        " or m == 'dsh.runtime.session._store'), file=sys.stderr)"
+        " or m == 'dsh.runtime.session.store.sqlite'), file=sys.stderr)"
     )
     return subprocess.run(
         [sys.executable, "-c", code, *args], env=plain_env(**env), capture_output=True, check=False, text=True
@@ -311,7 +311,7 @@ def _old_schema(db: Path) -> None:
 
     import sqlite_utils
 
-    from dsh.runtime.session._store import _migrate_1
+    from dsh.runtime.session.store.sqlite import _migrate_1
 
     conn = sqlite3.connect(db, isolation_level=None)
     conn.execute("PRAGMA journal_mode = WAL")

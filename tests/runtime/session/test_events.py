@@ -28,7 +28,7 @@ from dsh.runtime.session import (
     read_jsonl,
     write_jsonl,
 )
-from dsh.runtime.session._store import _event, event_row
+from dsh.runtime.session.store._rows import event_row, row_event
 from tests.runtime.session.conftest import HARNESS_LOGS
 from tests.strategies import TurnSpec, turn_events, turn_specs
 
@@ -80,7 +80,7 @@ def test_events_survive_sqlite_rows_and_jsonl(specs: list[TurnSpec], pack: bool)
         for event in turn_events(turn, len(stored), spec):
             stored.append(StoredEvent.from_event(event, seq=len(stored), time=len(stored) * 7))
     for one in stored:
-        assert _event(event_row("s", one)[1:]) == one
+        assert row_event(event_row("s", one)[1:]) == one
         view = one.view()
         assert not isinstance(view, OpaqueEvent)
         assert StoredEvent.from_event(view, seq=one.seq, time=one.time) == one

@@ -21,7 +21,7 @@ from dsh.runtime.session import (
     open_store,
     redact_url,
 )
-from dsh.runtime.session._pg import PG_SCHEMA_VERSION, PgStore
+from dsh.runtime.session.store.pg import PG_SCHEMA_VERSION, PgStore
 from tests.pg_server import PgServer
 
 

@@ -22,7 +22,7 @@ from dsh.runtime.session import (
     import_jsonl,
     project,
 )
-from dsh.runtime.session._store import event_row
+from dsh.runtime.session.store._rows import event_row
 
 from .backends import INTEGRITY_ERRORS, Backend
 from .conftest import HARNESS, snapshot_rows

@@ -13,7 +13,8 @@ import pytest
 import sqlite_utils
 
 from dsh.runtime.session import SCHEMA_VERSION, LogGapError, SessionStore, StoredEvent, StoreRowError
-from dsh.runtime.session._store import _INSERT, _migrate_1, _migrate_2, event_row
+from dsh.runtime.session.store._rows import event_row
+from dsh.runtime.session.store.sqlite import _INSERT, _migrate_1, _migrate_2
 
 from .conftest import snapshot_rows
 

@@ -1,5 +1,5 @@
 """`SessionStore`: the module that speaks SQLite's SQL (but for the schema facts and the session listing it shares
-with the msgspec-free `dsh sessions list`, in `_rows`). Sessions and their append-only events in one SQLite file.
+with the msgspec-free `dsh sessions list`, in `_listing`). Sessions and their append-only events in one SQLite file.
 
 WAL, `busy_timeout`, `BEGIN IMMEDIATE` for every write, `PRAGMA user_version` as the schema version with ordered
 migrations, and triggers that make the log defend itself against any SQLite client: an event takes exactly the next
@@ -24,17 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
-from ._base import (
-    Lease,
-    SessionInfo,
-    SpawnedBy,
-    StoreBase,
-    lease_of,
-    new_lease,
-    segments,
-    session_row,
-)
-from ._errors import (
+from .._errors import (
     LeaseLostError,
     LogGapError,
     SessionExistsError,
@@ -43,34 +33,23 @@ from ._errors import (
     StoreRowError,
     StoreSchemaError,
 )
-from ._events import Event, Replace, StoredEvent, SurfaceOp, event_tags
-from ._rows import LAST_SEQ_QUERY, SCHEMA_VERSION, SESSION_COLUMNS, SESSIONS_QUERY, log_length
-from ._services import Clock, IdMinter, SessionId
+from .._events import Event, StoredEvent, event_tags
+from .._services import Clock, IdMinter
+from ._base import LEASE_TTL_MS, Lease, SessionInfo, StoreBase, new_lease, segments
+from ._listing import LAST_SEQ_QUERY, SCHEMA_VERSION, SESSION_COLUMNS, SESSIONS_QUERY, log_length
+from ._rows import BadRow, EventRow, event_row, lease_of, row_event, row_info, session_row
 
 if TYPE_CHECKING:  # sqlite_utils is imported only to create or migrate a schema: reading needs sqlite3 alone
     import sqlite_utils
 
-__all__ = [
-    "LEASE_TTL_MS",
-    "SCHEMA_VERSION",
-    "EventRow",
-    "Lease",
-    "SessionInfo",
-    "SessionStore",
-    "SpawnedBy",
-]
+__all__ = ["GUARDS", "SCHEMA_VERSION", "SessionStore"]
 
-LEASE_TTL_MS = 30_000
-"""How long a lease outlives its holder's last renewal (the log renews it every third of this while it is open)."""
 _BATCH = 2_000
 
-
-EventRow = tuple[str, int, str, int, str, str | None, str | None, int | None, str | None]
 _INSERT = (
     "INSERT INTO events (session_id, seq, type, time, data, surface_op, source_event_seqs, ignorable, extra) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
-_COLUMNS = "seq, type, time, data, surface_op, source_event_seqs, ignorable, extra"
 # What a read selects: the envelope's four optional columns folded into one, NULL on most rows (every chunk).
 # SQLite hands each selected column to Python on its own, and four NULL columns cost a quarter of a full read.
 _READ_COLUMNS = (
@@ -78,9 +57,6 @@ _READ_COLUMNS = (
     "AND extra IS NULL THEN NULL ELSE json_array(surface_op, source_event_seqs, ignorable, extra) END"
 )
 _ENVELOPE = msgspec.json.Decoder(tuple[str | None, str | None, int | None, str | None])
-_SEQS = msgspec.json.Decoder(tuple[int, ...])
-_REPLACE = msgspec.json.Decoder(Replace)
-_SPAWNED = msgspec.json.Decoder(SpawnedBy)
 
 
 def _first(cursor: sqlite3.Cursor) -> Any:
@@ -89,65 +65,12 @@ def _first(cursor: sqlite3.Cursor) -> Any:
     return rows[0] if rows else None
 
 
-def event_row(session_id: str, event: StoredEvent) -> EventRow:
-    """The `events` row of one event."""
-    op = event.surface_op
-    return (
-        session_id,
-        event.seq,
-        event.type,
-        event.time,
-        event.data,
-        None if op is None else ("append" if op == "append" else msgspec.json.encode(op).decode()),
-        None if event.source_event_seqs is None else msgspec.json.encode(event.source_event_seqs).decode(),
-        None if event.ignorable is None else int(event.ignorable),
-        event.extra,
-    )
-
-
-class BadRow(ValueError):
-    """A row `_event` cannot read as an event (its store names the session and itself in a `StoreRowError`)."""
-
-    def __init__(self, seq: int, reason: str) -> None:
-        super().__init__(reason)
-        self.seq = seq
-        self.reason = reason
-
-
-def _event(row: tuple[Any, ...]) -> StoredEvent:
-    seq, kind, time, data, op, sources, ignorable, extra = row
-    if (
-        op is None and sources is None and ignorable is None and extra is None
-    ):  # most rows (chunks): no envelope
-        return StoredEvent(type=kind, seq=seq, time=time, data=data)
-    try:
-        surface: SurfaceOp | None = None
-        if op is not None:
-            surface = "append" if op == "append" else _REPLACE.decode(op)
-        return StoredEvent(
-            type=kind,
-            seq=seq,
-            time=time,
-            data=data,
-            surface_op=surface,
-            source_event_seqs=None if sources is None else _SEQS.decode(sources),
-            ignorable=None if ignorable is None else bool(ignorable),
-            extra=extra,
-        )
-    except (msgspec.DecodeError, TypeError) as error:
-        raise BadRow(
-            seq,
-            f"surface_op {op!r}, source_event_seqs {sources!r}: {error}; dsh writes surface_op "
-            '"append" or {"op":"replace","start":N,"end":N} and source_event_seqs as a JSON list of seqs',
-        ) from None
-
-
 def _read_event(row: tuple[Any, ...]) -> StoredEvent:
-    """The event of a row read with `_READ_COLUMNS`."""
+    """The event of a row read with `_READ_COLUMNS` (the envelope folded into one column)."""
     seq, kind, time, data, envelope = row
     if envelope is None:
         return StoredEvent(type=kind, seq=seq, time=time, data=data)
-    return _event((seq, kind, time, data, *_ENVELOPE.decode(envelope)))
+    return row_event((seq, kind, time, data, *_ENVELOPE.decode(envelope)))
 
 
 # SQLite's primary result codes (sqlite3.Error.sqlite_errorcode & 0xff), as `StoreError.problem`
@@ -210,22 +133,6 @@ def _named_errors(method: _Method) -> _Method:
             raise (store_error(self.location, error) or error) from error
 
     return wrapper  # type: ignore[return-value]  # same signature, wrapped
-
-
-def _info(row: tuple[Any, ...]) -> SessionInfo:
-    sid, created, cwd, parent, seed, inherits, depth, spawned, imported, extra = row
-    return SessionInfo(
-        id=SessionId(sid),
-        created_at=created,
-        cwd=cwd,
-        parent_id=parent,
-        seed_length=seed,
-        inherits=bool(inherits),
-        delegation_depth=depth,
-        spawned_by=None if spawned is None else _SPAWNED.decode(spawned),
-        imported_from=imported,
-        header_extra=extra,
-    )
 
 
 def _migrate_1(db: sqlite_utils.Database) -> None:
@@ -380,7 +287,9 @@ def _create_private(path: Path) -> None:
 
 
 class SessionStore(StoreBase):
-    """Sessions and their events in one SQLite file; safe for several processes writing different sessions."""
+    """Sessions and their events in one SQLite file; safe for several processes writing different sessions. What each
+    method promises is `SessionStoreProtocol`'s; a method here says only how SQLite keeps it. Every method raises the
+    database's failures as `StoreError` naming the store (`_named_errors`)."""
 
     def __init__(
         self,
@@ -423,7 +332,7 @@ class SessionStore(StoreBase):
 
     @_named_errors
     def connect(self) -> sqlite3.Connection:
-        """A new connection to the store's file, configured like every other (used by log writers)."""
+        """Configured like every other of the store's connections (WAL, busy timeout, `synchronous`)."""
         conn = sqlite3.connect(
             self.path, isolation_level=None, check_same_thread=False, timeout=self._busy_timeout_ms / 1000
         )
@@ -434,7 +343,7 @@ class SessionStore(StoreBase):
 
     @property
     def location(self) -> str:
-        """The store's file, printable."""
+        """The store file."""
         return str(self.path)
 
     def close(self) -> None:
@@ -500,19 +409,16 @@ class SessionStore(StoreBase):
             )
         if row is None:
             raise SessionNotFoundError(session_id, store=str(self.path))
-        return _info(row)
+        return row_info(row)
 
     @_named_errors
     def sessions(self) -> list[SessionInfo]:
-        """Every session, oldest first."""
         with self._lock:
             rows = self._conn.execute(SESSIONS_QUERY).fetchall()
-        return [_info(row) for row in rows]
+        return [row_info(row) for row in rows]
 
     @_named_errors
     def children(self, session_id: str) -> list[SessionInfo]:
-        """The sessions whose parent is `session_id` (forks and subagents), oldest first. An imported child names
-        its parent by the id it had in its file, so a parent imported from that file (`imported_from`) claims it."""
         info = self.info(session_id)
         names = [info.id] if info.imported_from is None else [info.id, info.imported_from]
         with self._lock:
@@ -521,11 +427,10 @@ class SessionStore(StoreBase):
                 "AND id != ? ORDER BY created_at, id",
                 [*names, info.id],
             ).fetchall()
-        return [_info(row) for row in rows]
+        return [row_info(row) for row in rows]
 
     @_named_errors
     def length(self, session_id: str) -> int:
-        """The number of events in the session's full log (its inherited prefix included)."""
         info = self.info(session_id)
         with self._lock:
             top = _first(self._conn.execute(LAST_SEQ_QUERY, (session_id,)))[0]
@@ -554,10 +459,7 @@ class SessionStore(StoreBase):
         types: Collection[str | type[Event]] | None = None,
         skip_types: Collection[str | type[Event]] | None = None,
     ) -> Iterator[StoredEvent]:
-        """The session's full log in seq order (the inherited prefix first), streamed from SQLite.
-
-        `types` keeps only those types; `skip_types` drops those (both filtered in SQL).
-        """
+        """Filters and keyset pages in SQL; each log segment is checked for gaps and bad rows first (`_check_log`)."""
         types, skip_types = event_tags(types), event_tags(skip_types)  # classes to their wire tags
         if types is not None and not types:
             return
@@ -659,8 +561,7 @@ class SessionStore(StoreBase):
         conn: sqlite3.Connection | None = None,
         lease: Lease | None = None,
     ) -> None:
-        """Insert checked events in one transaction (the caller has checked them against the log's rules); with
-        `lease`, only while it is still the caller's."""
+        """`conn`: a connection of the caller's own to write on (the store's by default)."""
         rows = [event_row(session_id, event) for event in events]
         with self._write(conn) as connection:
             if lease is not None:
@@ -671,9 +572,6 @@ class SessionStore(StoreBase):
     def insert_rows(
         self, conn: sqlite3.Connection, rows: list[EventRow], *, lease: Lease | None = None
     ) -> None:
-        """Insert prepared rows in one transaction on `conn` (the group-commit writer's path). With `lease`, the
-        transaction first checks that the lease is still this writer's (`SessionInUseError` naming the holder if it
-        was taken over)."""
         conn.execute("BEGIN IMMEDIATE")
         try:
             if lease is not None:
@@ -686,7 +584,7 @@ class SessionStore(StoreBase):
 
     @_named_errors
     def wait_for_events(self, session_id: str, length: int, timeout: float) -> None:
-        """Poll the WAL file (and the database file) until either changes, or `timeout` seconds pass."""
+        """Polls the WAL file and the database file (every 20 ms) for a change of size or mtime."""
         files = (self.path, self.path.with_name(self.path.name + "-wal"))
 
         def marks() -> tuple[tuple[int, int], ...]:
@@ -709,7 +607,6 @@ class SessionStore(StoreBase):
 
     @_named_errors
     def import_session(self, info: SessionInfo, events: Iterable[StoredEvent]) -> SessionInfo:
-        """Create a session and insert its events in one transaction; if `events` raises, nothing is kept."""
         with self._write() as conn:
             self._insert_session(conn, info)
             batch: list[EventRow] = []
@@ -725,7 +622,7 @@ class SessionStore(StoreBase):
 
     @_named_errors
     def lease_holder(self, session_id: str) -> Lease | None:
-        """The lease on `session_id`, if a process holds one (expired or not)."""
+        """Its `session_leases` row, expired or not."""
         with self._lock:
             return self._holder(self._conn, session_id)
 
@@ -741,8 +638,7 @@ class SessionStore(StoreBase):
 
     @_named_errors
     def acquire_lease(self, session_id: str) -> Lease:
-        """Take the lease on `session_id` for this process, or raise `SessionInUseError` naming its holder. A held
-        lease is taken over only when its holder is provably gone: its pid is dead on this host, or it expired."""
+        """A held lease's holder is gone when its pid is dead on this host, or the lease expired."""
         now = self._wall_ms()
         mine = new_lease(session_id, now=now, ttl_ms=self.lease_ttl_ms)
         with self._write() as conn:
@@ -760,7 +656,7 @@ class SessionStore(StoreBase):
 
     @_named_errors
     def renew_lease(self, lease: Lease) -> None:
-        """Push the lease's expiry a TTL ahead; `SessionInUseError` if it is no longer this holder's."""
+        """Pushes its `expires` a TTL ahead."""
         with self._write() as conn:
             self._check_lease(conn, lease)
             conn.execute(
@@ -770,7 +666,6 @@ class SessionStore(StoreBase):
 
     @_named_errors
     def release_lease(self, lease: Lease) -> None:
-        """Give the lease back (a no-op if it was already taken over)."""
         with self._write() as conn:
             conn.execute(
                 "DELETE FROM session_leases WHERE session_id = ? AND token = ?",

@@ -6,8 +6,8 @@ once per statement over its rows), so every client is held to the log's shape, n
 its own events. One writer per session: the writer's connection holds a session-level advisory lock (the server
 releases it when the connection drops, a killed writer included) and names itself in `session_leases` for the refusal
 message. Every insert notifies channel `dsh_events` with the session id, which `dsh sessions tail` listens on.
-Rows are encoded and decoded by the SQLite store's helpers (`event_row`, `_event`, `_info`), so both stores read
-and write the same values; what is not SQL (creating and forking a session, its clock and ids) is `StoreBase`'s.
+Rows are encoded and decoded by the codecs both stores share (`_rows`), so both read and write the same values; what
+is not SQL (creating and forking a session, its clock and ids) is `StoreBase`'s.
 """
 
 from __future__ import annotations
@@ -23,8 +23,7 @@ import psycopg
 from psycopg import sql
 from psycopg_pool import ConnectionPool
 
-from ._base import StoreBase, lease_of, new_lease, segments, session_row
-from ._errors import (
+from .._errors import (
     LeaseLostError,
     LogGapError,
     SessionExistsError,
@@ -35,19 +34,11 @@ from ._errors import (
     StoreRowError,
     StoreSchemaError,
 )
-from ._events import Event, StoredEvent, event_tags
-from ._rows import SESSION_COLUMNS, SESSIONS_QUERY, log_length
-from ._services import Clock, IdMinter
-from ._store import (
-    LEASE_TTL_MS,
-    BadRow,
-    EventRow,
-    Lease,
-    SessionInfo,
-    _event,
-    _info,
-    event_row,
-)
+from .._events import Event, StoredEvent, event_tags
+from .._services import Clock, IdMinter
+from ._base import LEASE_TTL_MS, Lease, SessionInfo, StoreBase, new_lease, segments
+from ._listing import SESSION_COLUMNS, SESSIONS_QUERY, log_length
+from ._rows import EVENT_COLUMNS, BadRow, EventRow, event_row, lease_of, row_event, row_info, session_row
 from ._urls import redact, redact_url
 
 __all__ = ["PG_SCHEMA_VERSION", "PgStore"]
@@ -55,8 +46,7 @@ __all__ = ["PG_SCHEMA_VERSION", "PgStore"]
 PG_SCHEMA_VERSION = 2
 _BATCH = 5_000
 _CHANNEL = "dsh_events"
-_COLUMNS = "seq, type, time, data, surface_op, source_event_seqs, ignorable, extra"
-_EVENT_COLUMNS = f"session_id, {_COLUMNS}"
+_EVENT_COLUMNS = f"session_id, {EVENT_COLUMNS}"
 _INSERT = f"INSERT INTO events ({_EVENT_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
 _COPY = f"COPY events ({_EVENT_COLUMNS}) FROM STDIN"
 # one advisory-lock namespace for migrations (pg_advisory_xact_lock(bigint)); leases hash schema and session id
@@ -234,7 +224,9 @@ def _once(method: _Method) -> _Method:
 
 class PgStore(StoreBase):
     """Sessions and their events in one PostgreSQL schema (the URL's `search_path`, by default `public`); safe for
-    many processes on many hosts writing different sessions."""
+    many processes on many hosts writing different sessions. What each method promises is `SessionStoreProtocol`'s; a
+    method here says only how PostgreSQL keeps it. A read is tried again while the server is lost (`_reconnecting`),
+    a write is not (`_once`)."""
 
     def __init__(
         self,
@@ -276,7 +268,7 @@ class PgStore(StoreBase):
         return redact_url(self.url)
 
     def connect(self) -> psycopg.Connection[Any]:
-        """A new autocommit connection to the store's database (the pool's are alike)."""
+        """A new autocommit connection (the pool's are alike)."""
         try:
             return psycopg.connect(self.url, autocommit=True, connect_timeout=int(self._connect_timeout))
         except psycopg.Error as error:
@@ -371,19 +363,16 @@ class PgStore(StoreBase):
         row = self._one(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = %s", (session_id,))
         if row is None:
             raise SessionNotFoundError(session_id, store=self.location)
-        return _info(row)
+        return row_info(row)
 
     @_reconnecting
     def sessions(self) -> list[SessionInfo]:
-        """Every session, oldest first."""
         with self._pool.connection() as conn:
             rows = conn.execute(SESSIONS_QUERY).fetchall()
-        return [_info(row) for row in rows]
+        return [row_info(row) for row in rows]
 
     @_reconnecting
     def children(self, session_id: str) -> list[SessionInfo]:
-        """The sessions whose parent is `session_id` (forks and subagents), oldest first; an imported parent also
-        claims the children naming the id it had in its file (`imported_from`)."""
         info = self.info(session_id)
         names = [info.id] if info.imported_from is None else [info.id, info.imported_from]
         with self._pool.connection() as conn:
@@ -392,11 +381,10 @@ class PgStore(StoreBase):
                 "ORDER BY created_at, id",
                 (names, info.id),
             ).fetchall()
-        return [_info(row) for row in rows]
+        return [row_info(row) for row in rows]
 
     @_reconnecting
     def length(self, session_id: str) -> int:
-        """The number of events in the session's full log (its inherited prefix included)."""
         row = self._one(
             "SELECT s.inherits, s.seed_length, (SELECT max(seq) FROM events WHERE session_id = s.id) "
             "FROM sessions s WHERE s.id = %s",
@@ -431,9 +419,7 @@ class PgStore(StoreBase):
         types: Collection[str | type[Event]] | None = None,
         skip_types: Collection[str | type[Event]] | None = None,
     ) -> Iterator[StoredEvent]:
-        """The session's full log in seq order (the inherited prefix first), in keyset pages.
-
-        `types` keeps only those types, `skip_types` drops those (event classes or wire tags; both filtered in SQL)."""
+        """Filters and keyset pages in SQL; each log segment is counted for gaps first (`_check_contiguous`)."""
         types, skip_types = event_tags(types), event_tags(skip_types)  # classes to their wire tags
         if types is not None and not types:
             return
@@ -451,13 +437,13 @@ class PgStore(StoreBase):
             bound_params: list[object] = [] if high is None else [high]
             self._check_contiguous(session_id, owner, low, bound, bound_params)
             query = (
-                f"SELECT {_COLUMNS} FROM events WHERE session_id = %s AND seq >= %s{bound}{filters} "
+                f"SELECT {EVENT_COLUMNS} FROM events WHERE session_id = %s AND seq >= %s{bound}{filters} "
                 "ORDER BY seq LIMIT %s"
             )
             while True:
                 page = self._page(query, [owner, low, *bound_params, *params, _BATCH])
                 try:
-                    yield from map(_event, page)
+                    yield from map(row_event, page)
                 except BadRow as bad:
                     raise StoreRowError(session_id, bad.seq, bad.reason, store=self.location) from None
                 if len(page) < _BATCH:
@@ -505,8 +491,7 @@ class PgStore(StoreBase):
     def append_events(
         self, session_id: str, events: Iterable[StoredEvent], *, lease: Lease | None = None
     ) -> None:
-        """Insert checked events in one COPY (the caller has checked them against the log's rules); with `lease`,
-        over the lease's connection, so only while it is still the caller's."""
+        """One COPY; with `lease`, over the lease's own connection (`insert_rows`)."""
         rows = [event_row(session_id, event) for event in events]
         if lease is not None:
             _copy(self._lease_conn(lease), rows)
@@ -516,7 +501,6 @@ class PgStore(StoreBase):
 
     @_once
     def import_session(self, info: SessionInfo, events: Iterable[StoredEvent]) -> SessionInfo:
-        """Create a session and insert its events in one transaction; if `events` raises, nothing is kept."""
         with self._pool.connection() as conn, conn.transaction():
             self._insert_session(conn, info)
             with conn.cursor().copy(_COPY) as copy:
@@ -528,18 +512,17 @@ class PgStore(StoreBase):
     def insert_rows(
         self, conn: psycopg.Connection[Any], rows: list[EventRow], *, lease: Lease | None = None
     ) -> None:
-        """Commit prepared rows with one COPY (the group-commit writer's path). With `lease` they go over the lease's
-        own connection, the one holding the session's lock: if it is gone, so is the lease, and nothing is
-        written (`LeaseLostError`)."""
+        """One COPY. With `lease` the rows go over the lease's own connection, the one holding the session's
+        advisory lock: if it is gone, so is the lease, and nothing is written (`LeaseLostError`)."""
         _copy(conn if lease is None else self._lease_conn(lease), rows)
 
     # ------------------------------------------------------------ leases (one writer per session)
 
     @_once
     def acquire_lease(self, session_id: str) -> Lease:
-        """Take the session's lease: a session-level advisory lock on a connection of its own, held until
-        `release_lease` or until that connection drops (its process killed, its host gone), and a row naming the
-        holder for the refusal of any other (`SessionInUseError`)."""
+        """A session-level advisory lock on a connection of its own, held until `release_lease` or until that
+        connection drops (its process killed, its host gone), so a gone holder is known at once; a row in
+        `session_leases` names the holder for the refusal of any other."""
         self.info(session_id)
         conn = self.connect()
         try:
@@ -574,8 +557,8 @@ class PgStore(StoreBase):
         return held[0]
 
     def renew_lease(self, lease: Lease) -> None:
-        """Check the lease's connection still holds the lock (the server keeps it as long as the connection
-        lives) and push its row's `expires` on, for whoever reads it."""
+        """Checks the lease's connection still holds the lock (the server keeps it as long as the connection
+        lives) and pushes its row's `expires` on, for whoever reads it."""
         conn = self._lease_conn(lease)
         try:
             conn.execute(
@@ -587,7 +570,7 @@ class PgStore(StoreBase):
             raise LeaseLostError(lease.session_id) from None
 
     def release_lease(self, lease: Lease) -> None:
-        """Give the lease back: unlock, forget the row, close its connection (a no-op if it was already lost)."""
+        """Unlocks, forgets the row and closes the lease's connection."""
         with self._leases_lock:
             held = self._leases.pop(lease.token, None)
         if held is None:
@@ -608,8 +591,8 @@ class PgStore(StoreBase):
 
     @_reconnecting
     def lease_holder(self, session_id: str) -> Lease | None:
-        """The lease on `session_id` while a writer's connection holds its lock (a killed writer's row, left
-        behind, names no holder)."""
+        """Only while a writer's connection holds the lock: a killed writer's row, left behind, names no
+        holder."""
         row = self._one(
             "SELECT l.pid, l.host, l.since, l.expires, l.token FROM session_leases AS l "
             f"CROSS JOIN (SELECT {_LEASE_KEY} AS key) AS k WHERE l.session_id = %s AND EXISTS ("
@@ -620,7 +603,7 @@ class PgStore(StoreBase):
         return None if row is None else lease_of(session_id, row)
 
     def wait_for_events(self, session_id: str, length: int, timeout: float) -> None:
-        """LISTEN on `dsh_events` until the session is notified, or `timeout` seconds pass."""
+        """LISTENs on `dsh_events` for the session's notification."""
         if self._listener is None:
             self._listener = self.connect()
             self._listener.execute(sql.SQL("LISTEN {}").format(sql.Identifier(_CHANNEL)))

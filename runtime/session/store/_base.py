@@ -1,9 +1,10 @@
-"""`StoreBase`: what every session store does the same way above its SQL, and the records they all return.
+"""`StoreBase`: what every session store does the same way above its SQL, and the values they all return
+(`SessionInfo`, `SpawnedBy`, `Lease`); how those values become rows is `_rows`'s.
 
 A new session's and a fork child's `SessionInfo` (ids and clock drawn from the parent, the fork's boundary checks),
-a session's own clock and id minter, its last event, a log's length and segments, and the rows and leases both
-backends build from the same values. A backend subclasses `StoreBase` and supplies only its queries, connections and
-transactions (the abstract methods); no SQL lives here.
+a session's own clock and id minter, its last event, a log's segments, and a new lease. A backend subclasses
+`StoreBase` and supplies only its queries, connections and transactions (the abstract methods); no SQL lives here.
+What each method promises is `SessionStoreProtocol`'s (`_protocol`) to say.
 """
 
 from __future__ import annotations
@@ -12,24 +13,27 @@ import os
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Iterable, Iterator
 from datetime import UTC, datetime
-from typing import Any, Self
+from typing import Self
 
 import msgspec
 
-from ._errors import InvalidBoundaryError, OpenTurnError, SessionExistsError, SessionInUseError
-from ._events import Event, StoredEvent, TurnStart
-from ._services import Clock, IdMinter, SessionId, SystemClock, UuidIds
+from .._errors import InvalidBoundaryError, OpenTurnError, SessionExistsError, SessionInUseError
+from .._events import Event, StoredEvent, TurnStart
+from .._services import Clock, IdMinter, SessionId, SystemClock, UuidIds
 
 __all__ = [
+    "LEASE_TTL_MS",
     "Lease",
     "SessionInfo",
     "SpawnedBy",
     "StoreBase",
-    "lease_of",
     "new_lease",
     "segments",
-    "session_row",
 ]
+
+
+LEASE_TTL_MS = 30_000
+"""How long a lease outlives its holder's last renewal (the log renews it every third of this while it is open)."""
 
 
 class SpawnedBy(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
@@ -84,29 +88,6 @@ def new_lease(session_id: str, *, now: int, ttl_ms: int) -> Lease:
         since=now,
         expires=now + ttl_ms,
         token=secrets.token_hex(16),
-    )
-
-
-def lease_of(session_id: str, row: tuple[Any, ...]) -> Lease:
-    """The lease of a `session_leases` row read as (pid, host, since, expires, token)."""
-    pid, host, since, expires, token = row
-    return Lease(session_id=session_id, pid=pid, host=host, since=since, expires=expires, token=token)
-
-
-def session_row(info: SessionInfo) -> tuple[object, ...]:
-    """The `sessions` row of `info`, in the column order id, created_at, cwd, parent_id, seed_length, inherits,
-    delegation_depth, spawned_by, imported_from, header_extra."""
-    return (
-        info.id,
-        info.created_at,
-        info.cwd,
-        info.parent_id,
-        info.seed_length,
-        int(info.inherits),
-        info.delegation_depth,
-        None if info.spawned_by is None else msgspec.json.encode(info.spawned_by).decode(),
-        info.imported_from,
-        info.header_extra,
     )
 
 
@@ -195,7 +176,6 @@ class StoreBase(ABC):
         spawned_by: SpawnedBy | None = None,
         session_id: SessionId | None = None,
     ) -> SessionInfo:
-        """A new, empty session. A child's id and `createdAt` come from its parent's view of the clock and ids."""
         ids = self.ids if parent_id is None else self.session_ids(parent_id)
         clock = self.clock if parent_id is None else self.session_clock(parent_id)
         info = SessionInfo(
@@ -210,14 +190,12 @@ class StoreBase(ABC):
         return info
 
     def session_clock(self, session_id: str) -> Clock:
-        """The clock `session_id` reads (`Clock.for_session`): its events' times and its children's `createdAt`."""
         info = self.info(session_id)
         last = self.last_event(session_id)
         after = info.created_at if last is None else max(info.created_at, last.time)
         return self.clock.for_session(session_id, after=after)
 
     def session_ids(self, session_id: str) -> IdMinter:
-        """The minter `session_id` draws from (`IdMinter.for_session`): its records' ids and its children's."""
         return self.ids.for_session(session_id, start=self.length(session_id))
 
     def last_event(self, session_id: str) -> StoredEvent | None:
@@ -237,11 +215,7 @@ class StoreBase(ABC):
         delegation_depth: int | None = None,
         spawned_by: SpawnedBy | None = None,
     ) -> SessionInfo:
-        """A child session whose log starts with the parent's events 0..`at` (inclusive, default: all), by
-        reference: no event is copied. Its own events continue at seq `at + 1` (its `seed_length`).
-
-        A plain fork keeps the parent's delegation depth. A delegated fork (a subagent) passes its own depth
-        (the parent's + 1) and `spawned_by`, the parent's tool call that started it."""
+        """The boundary checks on the parent's segments (`_last_turn_bound`), then one `sessions` row."""
         if child_id is not None and self._has_session(child_id):
             raise SessionExistsError(child_id)
         parent = self.info(session_id)

@@ -1,8 +1,8 @@
 """The SQLite store's schema facts and session listing without msgspec: the schema version, the tables a dsh store
-has, the `sessions` columns, the listing query and the length of a session's log. `SessionStore` (`_store`) reads
+has, the `sessions` columns, the listing query and the length of a session's log. `SessionStore` (`sqlite`) reads
 with them, and `read_listing` gives `dsh sessions list` its plain rows before anything heavy is imported, from a
-store that opening as a `SessionStore` would leave untouched (no creation, no migration, no journal-mode change).
-Standard library only (sqlite3)."""
+store that opening as a `SessionStore` would leave untouched (no creation, no migration, no journal-mode change);
+`read_tables` lets `--store` be checked before it is opened. Standard library only (sqlite3)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import sqlite3
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import os
     from typing import Any
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "STORE_TABLES",
     "log_length",
     "read_listing",
+    "read_tables",
 ]
 
 SCHEMA_VERSION = 3
@@ -53,6 +55,18 @@ def _uri(path: str) -> str | None:
         return None
     quoted = absolute.replace("%", "%25").replace("?", "%3f").replace("#", "%23")
     return f"file:{quoted}?mode=rw"
+
+
+def read_tables(path: str | os.PathLike[str]) -> set[str]:
+    """The tables of the SQLite database file at `path`, opened read-only (nothing is created or changed); raises
+    `sqlite3.DatabaseError` for a file that is not a database (or that SQLite cannot read there)."""
+    from pathlib import Path
+
+    conn = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        return {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    finally:
+        conn.close()
 
 
 def read_listing(path: str) -> list[tuple[tuple[Any, ...], int]] | None:

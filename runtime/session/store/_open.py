@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .._services import Clock, IdMinter
 from ._protocol import SessionStoreProtocol
-from ._services import Clock, IdMinter
-from ._store import SessionStore
 from ._urls import is_postgres_url
+from .sqlite import SessionStore
 
 __all__ = ["open_store"]
 
@@ -18,7 +18,7 @@ def open_store(
 ) -> SessionStoreProtocol:
     """The store `spec` names: a `postgresql://` (or `postgres://`) URL, or the path of a SQLite file."""
     if is_postgres_url(spec):
-        from ._pg import PgStore  # imported here: a SQLite user never loads psycopg
+        from .pg import PgStore  # imported here: a SQLite user never loads psycopg
 
         return PgStore(str(spec), clock=clock, ids=ids)
     return SessionStore(Path(spec), clock=clock, ids=ids)

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from ._errors import SessionExistsError
+from .._errors import SessionExistsError
+from ._base import SessionInfo
 from ._protocol import SessionStoreProtocol
-from ._store import SessionInfo
 
 __all__ = ["copy_plan", "copy_sessions", "own_events"]
 
