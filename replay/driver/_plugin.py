@@ -17,9 +17,9 @@ from dsh.runtime.kernel import Context, Plugin, ServiceKey
 from dsh.runtime.llm import LLM, LlmAdapter
 from dsh.runtime.session import STORE
 
-from ..script._inbox import RecordedInbox
 from ..script._recording import load_recording
 from ._adapter import ReplayAdapter
+from ._gate import RecordedInbox
 from ._hitl import HookMode, serve_recorded_approvals, serve_recorded_hooks
 from ._tools import ToolMode, serve_recorded_tools
 
