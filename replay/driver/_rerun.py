@@ -497,16 +497,15 @@ def _failed_turns(logs: Sequence[tuple[SessionInfo, bytes]], asked: set[str]) ->
     failed = []
     for number, (_, data) in enumerate(logs):
         name = "session.jsonl" if number == 0 else f"session.{number}.jsonl"
-        for line in data.splitlines()[1:]:
-            if b'"type":"turn/end"' not in line:
+        for event in log_events(data):
+            view = event.view()
+            if not isinstance(view, TurnEnd):
                 continue
-            end = msgspec.json.decode(line).get("data", {})
-            reason = end.get("reason", {})
-            error = reason.get("error") or {}
-            if reason.get("kind") == "error" and error.get("code") not in asked:
-                failed.append(
-                    f"turn {end.get('turn')} of {name} failed: {error.get('message')} [{error.get('code')}]"
-                )
+            end = view.data
+            error = end.reason.error
+            if end.reason.kind == "error" and (error is None or error.code not in asked):
+                code, message = (error.code, error.message) if error is not None else (None, None)
+                failed.append(f"turn {end.turn} of {name} failed: {message} [{code}]")
     return failed
 
 
