@@ -14,7 +14,7 @@ from typing import Any
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 
-from dsh.runtime.llm import ReasoningBlock, TextBlock, ToolCallBlock, UsageChunk
+from dsh.runtime.llm import ReasoningBlock, TextBlock, ToolCallBlock, UsageChunk, UserSource, source_kind
 from dsh.runtime.session import (
     ApprovalAsked,
     ApprovalDecided,
@@ -113,7 +113,7 @@ def item(event: StoredEvent) -> Item | None:
         return None
     if isinstance(view, UserMessageEvent):
         message = view.data
-        source = getattr(message.source, "kind", "user")
+        source = source_kind(message.source)
         return Item("user", seq, fields={"source": source, "text": markdown(_text(message.content))})
     if isinstance(view, AssistantMessageEvent):
         data = view.data
@@ -254,7 +254,7 @@ def session_row(store: SessionStoreProtocol, info: SessionInfo, depth: int = 0) 
     if not title:
         for event in store.events(info.id, types=(UserMessageEvent,)):
             view = event.view()
-            if isinstance(view, UserMessageEvent) and getattr(view.data.source, "kind", "user") == "user":
+            if isinstance(view, UserMessageEvent) and isinstance(view.data.source, UserSource):
                 title = _text(view.data.content)[:120]
                 break
     return SessionRow(info, title or "(no prompt)", when(info.created_at), turns, tokens, ended, depth)

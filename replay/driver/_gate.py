@@ -12,13 +12,14 @@ import anyio
 
 from dsh.runtime.agent import AGENTS, Agent, InputSource, QueueTarget, Splice
 from dsh.runtime.jobs import JOBS
+from dsh.runtime.llm import source_kind
 from dsh.runtime.session import (
     Event,
     TurnEnd,
 )
 
 from ..recordings._errors import ReplayMismatch
-from ..script._inbox import Delivery, Position, Positions, job_of, sender_of, source_kind
+from ..script._inbox import Delivery, Position, Positions, job_of, sender_of
 
 __all__ = ["BoundLog", "RecordedInbox"]
 

@@ -1,5 +1,5 @@
 """Inbox input in a recorded log: where each input was spliced (`Delivery`, read by the script walk through
-`Positions`) and what its source says (`source_kind`, `sender_of`, `job_of`). The live gate that admits inputs at
+`Positions`) and what its source names (`sender_of`, `job_of`). The live gate that admits inputs at
 these positions is the driver's (`replay/driver/_gate.py`)."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ from dataclasses import dataclass
 
 from dsh.runtime.llm import (
     JobNoticeSource,
-    OtherSource,
     SubagentReportSource,
     SubagentSettledSource,
     UserMessage,
     UserMessageSource,
+    source_kind,
 )
 from dsh.runtime.session import (
     Event,
@@ -24,16 +24,11 @@ from dsh.runtime.session import (
     TurnStart,
 )
 
-__all__ = ["Delivery", "Position", "Positions", "job_of", "sender_of", "source_kind"]
+__all__ = ["Delivery", "Position", "Positions", "job_of", "sender_of"]
 
 Position = tuple[str, int, int] | None
 """The last boundary (`turn/start`, `step/start`, `step/end`, `turn/end`, or a claim `claim <target>`) logged
 before a point of a log, with its turn and step (0 where it has none); None: before any."""
-
-
-def source_kind(source: UserMessageSource) -> str:
-    """A source's kind as the log writes it (`user`, `plugin`, `subagent-report`, or a kind dsh does not model)."""
-    return source.name if isinstance(source, OtherSource) else str(source.__struct_config__.tag)
 
 
 def sender_of(source: UserMessageSource) -> str | None:

@@ -50,6 +50,7 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     from ._content import UserMessage as UserMessage
     from ._content import UserMessageSource as UserMessageSource
     from ._content import UserSource as UserSource
+    from ._content import source_kind as source_kind
     from ._errors import ChunkProtocolError as ChunkProtocolError
     from ._errors import ContextWindowError as ContextWindowError
     from ._errors import LlmCallError as LlmCallError
@@ -140,6 +141,7 @@ __all__ = [
     "error_chain",
     "plugin",
     "declare_wire_transport",
+    "source_kind",
     "wire_transport",
 ]
 
@@ -182,6 +184,7 @@ _LAZY = {
     "InstructionsSource": "._content",
     "OtherSource": "._content",
     "UserMessageSource": "._content",
+    "source_kind": "._content",
     "SubagentSettledSource": "._content",
     "SubagentReportSource": "._content",
     "JobNoticeSource": "._content",

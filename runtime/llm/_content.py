@@ -239,6 +239,12 @@ UserMessageSource = (
 MessageSource = UserMessageSource | ModelSource
 
 
+def source_kind(source: UserMessageSource) -> str:
+    """A source's kind as the log writes it (`user`, `plugin`, `subagent-report`, ..., or the name of a kind dsh
+    does not model)."""
+    return source.name if isinstance(source, OtherSource) else str(source.__struct_config__.tag)
+
+
 class UserMessage(msgspec.Struct, frozen=True, tag_field="role", tag="user", kw_only=True):
     """A user-role message: the prompt, injected context, or tool results (source `tool`)."""
 
